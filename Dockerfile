@@ -1,0 +1,11 @@
+# A first image: installs Attention Lab and serves it with uvicorn on 0.0.0.0:8000.
+FROM python:3.11-slim
+WORKDIR /srv/attention-lab
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY templates ./templates
+COPY static ./static
+RUN pip install --no-cache-dir -e .
+ENV HOST=0.0.0.0 PORT=8000
+EXPOSE 8000
+CMD ["python", "-m", "app"]

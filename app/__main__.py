@@ -1,0 +1,20 @@
+"""`python -m app`: serve Attention Lab with uvicorn on the configured HOST and PORT."""
+
+import uvicorn
+
+from app.config import get_settings
+
+
+def main() -> None:
+    settings = get_settings()
+    uvicorn.run(
+        "app.main:app",
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        proxy_headers=False,
+    )
+
+
+if __name__ == "__main__":
+    main()

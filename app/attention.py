@@ -1,0 +1,150 @@
+"""One attention head, every stage, in pure numpy.
+
+    Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k + M) · V
+
+Row-vector convention, as in the worked example: Q = X·W_Q, so W_Q is d_model × d_k.
+M is 0 where query i may see key j and −∞ where it may not; `allowed` is the boolean
+form of M. Nothing here knows about the web.
+"""
+
+from dataclasses import dataclass
+from hashlib import sha256
+
+import numpy as np
+
+# The worked example "The cat sleeps" (seed 000): inputs chosen for easy arithmetic.
+WORKED_TOKENS = ("The", "cat", "sleeps")
+WORKED_QUERY = 1
+WORKED_X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+WORKED_W_Q = np.array([[1.0, 0.5], [0.0, 1.0]])
+WORKED_W_K = np.array([[0.5, 1.0], [1.0, 0.0]])
+WORKED_W_V = np.array([[1.0, -1.0], [0.5, 1.0]])
+
+
+# ---------------------------------------------------------------- masks
+
+
+def causal_mask(n: int) -> np.ndarray:
+    """Query i sees keys j ≤ i (a decoder: no peeking at the future)."""
+    return np.tril(np.ones((n, n), dtype=bool))  # (n, n)
+
+
+def window_mask(n: int, w: int, causal: bool) -> np.ndarray:
+    """Query i sees keys within w positions: i − w < j ≤ i when causal, |i − j| < w otherwise."""
+    offset = np.arange(n)[:, None] - np.arange(n)[None, :]  # (n, n): i − j
+    if causal:
+        return (offset >= 0) & (offset < w)
+    return np.abs(offset) < w
+
+
+def padding_mask(padding: list[bool]) -> np.ndarray:
+    """Padded keys are hidden from every query; padded queries still see the real keys."""
+    keep = ~np.asarray(padding, dtype=bool)  # (n,)
+    return np.broadcast_to(keep[None, :], (len(padding), len(padding))).copy()
+
+
+def build_mask(
+    n: int,
+    causal: bool = False,
+    padding: list[bool] | None = None,
+    window: int | None = None,
+    allowed: list[list[bool]] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Combine every restriction with AND; no restriction at all is bidirectional (an encoder)."""
+    mask = np.ones((n, n), dtype=bool)
+    if causal:
+        mask &= causal_mask(n)
+    if window is not None:
+        mask &= window_mask(n, window, causal)
+    if padding is not None:
+        mask &= padding_mask(padding)
+    if allowed is not None:
+        mask &= np.asarray(allowed, dtype=bool)
+    return mask
+
+
+# ---------------------------------------------------------------- softmax
+
+
+def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Row-wise softmax over the visible keys only.
+
+    The row maximum is subtracted before exp, so scores of ±1e6 stay finite. Hidden keys
+    get exactly 0. A row with no visible key gets all zeros instead of 0/0 = NaN.
+    """
+    masked = np.where(allowed, scores, -np.inf)  # (n, n)
+    row_max = masked.max(axis=-1, keepdims=True)  # (n, 1)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    exp = np.where(allowed, np.exp(masked - row_max), 0.0)
+    total = exp.sum(axis=-1, keepdims=True)  # (n, 1)
+    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+
+
+# ---------------------------------------------------------------- one head
+
+
+@dataclass(frozen=True)
+class HeadStages:
+    """Every intermediate result of one head, as the paper names them."""
+
+    q: np.ndarray  # (n, d_k)
+    k: np.ndarray  # (n, d_k)
+    v: np.ndarray  # (n, d_v)
+    scores: np.ndarray  # (n, n)  Q·Kᵀ
+    scale_factor: float  # √d_k, or 1 without scaling
+    scaled: np.ndarray  # (n, n)  Q·Kᵀ / √d_k
+    allowed: np.ndarray  # (n, n)  bool: M = 0 where True, −∞ where False
+    masked: np.ndarray  # (n, n)  scaled + M (−∞ where hidden)
+    weights: np.ndarray  # (n, n)  softmax rows
+    output: np.ndarray  # (n, d_v) weights · V
+
+    @property
+    def empty_rows(self) -> list[int]:
+        """Queries that see no key at all."""
+        return np.flatnonzero(~self.allowed.any(axis=-1)).tolist()
+
+
+def attend(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray, scale: bool = True
+) -> HeadStages:
+    """softmax(Q·Kᵀ / √d_k + M) · V from already projected q, k, v."""
+    scores = q @ k.T  # (n, n)
+    scale_factor = float(np.sqrt(q.shape[-1])) if scale else 1.0
+    scaled = scores / scale_factor
+    masked = np.where(allowed, scaled, -np.inf)
+    weights = masked_softmax(scaled, allowed)
+    output = weights @ v  # (n, d_v)
+    return HeadStages(q, k, v, scores, scale_factor, scaled, allowed, masked, weights, output)
+
+
+def attention_head(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    allowed: np.ndarray,
+    scale: bool = True,
+) -> HeadStages:
+    """Project X into Q = X·W_Q, K = X·W_K, V = X·W_V, then attend."""
+    return attend(x @ w_q, x @ w_k, x @ w_v, allowed, scale)
+
+
+# ---------------------------------------------------------------- generated inputs
+
+
+def _rng(seed: int, *labels: str) -> np.random.Generator:
+    """A generator fixed by the seed and the labels, the same on every machine."""
+    digest = sha256("\x1f".join([str(seed), *labels]).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
+    """Input rows generated from each token's text: equal tokens get equal rows."""
+    rows = [_rng(seed, "token", t).standard_normal(d_model) for t in tokens]
+    return np.round(np.array(rows).reshape(len(tokens), d_model), 2)  # (n, d_model)
+
+
+def random_projection(d_in: int, d_out: int, seed: int = 0, name: str = "w") -> np.ndarray:
+    """A seeded d_in × d_out projection with variance 1/d_in, rounded for readable tables."""
+    w = _rng(seed, "projection", name, str(d_in), str(d_out)).standard_normal((d_in, d_out))
+    return np.round(w / np.sqrt(d_in), 2)

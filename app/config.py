@@ -1,0 +1,24 @@
+"""Settings: every knob in one place, read from the environment (HOST, PORT, MAX_TOKENS, ...)."""
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=None, extra="ignore")
+
+    host: str = Field("127.0.0.1", description="Address uvicorn listens on.")
+    port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
+    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
+    max_tokens: int = Field(256, ge=1, le=4096, description="Most tokens one request may carry.")
+    max_width: int = Field(64, ge=1, le=1024, description="Widest d_model, d_k or d_v allowed.")
+    max_body_bytes: int = Field(
+        1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
+    )
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,35 @@
+"""Assemble the app: settings, routers, static files, error translators, middleware."""
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from app import STATIC_DIR, errors
+from app.config import Settings, get_settings
+from app.limits import BodySizeLimit
+from app.routes import api, assets, pages
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    application = FastAPI(
+        title="Attention Lab",
+        summary="Transformer self-attention, computed stage by stage on the server.",
+        version="0.1.0",
+    )
+    application.dependency_overrides[get_settings] = lambda: settings
+    application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
+    application.add_exception_handler(errors.InputError, errors.input_error_handler)
+    application.add_exception_handler(HTTPException, errors.http_error_handler)
+    application.add_exception_handler(Exception, errors.unexpected_error_handler)
+    application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    application.include_router(api.router)
+    application.include_router(api.health_router)
+    application.include_router(pages.router)
+    application.include_router(assets.router)
+    application.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    return application
+
+
+app = create_app()

@@ -1,0 +1,5 @@
+"""The app's pages, in the order the navigation bar shows them: (path, label)."""
+
+NAV: list[tuple[str, str]] = [
+    ("/", "Head lab"),
+]

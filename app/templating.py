@@ -1,0 +1,59 @@
+"""The Jinja environment: templates from templates/, gettext-ready, and formatting filters.
+
+Templates only format finished values; these filters are the formatting.
+"""
+
+import hashlib
+import math
+from functools import lru_cache
+from typing import Any
+
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from app import STATIC_DIR, TEMPLATES_DIR
+from app.nav import NAV
+from app.responses import dumps
+from app.routes.assets import PLOTLY_URL
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
+    if value is None:
+        return "−∞"
+    number = float(value)
+    if math.isinf(number):
+        return "−∞" if number < 0 else "∞"
+    text = f"{number:.{digits}f}"
+    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
+        text = text[1:] if float(text) == 0 else "−" + text[1:]
+    return text
+
+
+def fmt_vector(values: Any, digits: int = 2) -> str:
+    return "[" + ", ".join(fmt(v, digits) for v in values) + "]"
+
+
+@lru_cache(maxsize=64)
+def static_url(path: str) -> str:
+    """A URL under /static with a content hash, so browsers may cache it for good."""
+    digest = hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
+    return f"/static/{path}?v={digest}"
+
+
+def json_data(value: Any) -> Markup:
+    """JSON for a <script type="application/json"> data block, safe against </script>."""
+    text = dumps(value).decode()
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+environment = Environment(
+    loader=FileSystemLoader(TEMPLATES_DIR),
+    autoescape=select_autoescape(default=True),
+    extensions=["jinja2.ext.i18n"],
+)
+environment.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
+environment.filters.update(fmt=fmt, fmt_vector=fmt_vector, json_data=json_data)
+environment.globals.update(nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url)
+templates = Jinja2Templates(env=environment)

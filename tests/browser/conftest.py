@@ -1,0 +1,115 @@
+"""Real-browser fixtures: uvicorn on 127.0.0.1 in a thread, Debian's chromium via Playwright.
+
+Every page a test opens is watched: a request to any host but 127.0.0.1 is blocked and
+recorded, and console errors are collected; both fail the test at teardown.
+"""
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import uvicorn
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+
+from app.config import Settings
+from app.main import create_app
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[str]:
+    """The app served by uvicorn on 127.0.0.1 at a free port, for the whole session."""
+    config = uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def playwright_instance() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance: Playwright) -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+    browser = playwright_instance.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@dataclass
+class PageWatch:
+    """What a page did that a test should fail on."""
+
+    foreign_requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def watch() -> PageWatch:
+    return PageWatch()
+
+
+@pytest.fixture
+def page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server)
+
+    def guard(route, request) -> None:  # type: ignore[no-untyped-def]
+        if request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
+            route.continue_()
+        else:
+            watch.foreign_requests.append(request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: watch.console_errors.append(str(e)))
+    yield page
+    context.close()
+    assert watch.foreign_requests == [], "the page asked another host"
+    assert watch.console_errors == [], "the page logged errors"
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core (bundled by axe-playwright-python, offline) on the page as it is now."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [f"{v['id']}: {v['help']}" for v in results.response["violations"]]
+
+
+def save_screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path

@@ -13,6 +13,8 @@ def main() -> None:
         port=settings.port,
         workers=settings.workers,
         proxy_headers=False,
+        access_log=False,  # app.requestlog writes one JSON line per request instead
+        server_header=False,
     )
 
 

@@ -17,6 +17,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )
+    max_query_bytes: int = Field(
+        65_536, ge=1024, description="Longest query string (a page's state); longer gets 414."
+    )
+    frame_ancestors: str = Field(
+        "'self'",
+        description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "
+        "\"'self' https://course.example.org\"; 'none' forbids embedding.",
+    )
+    log_level: str = Field(
+        "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
+    )
 
 
 @lru_cache

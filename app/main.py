@@ -8,11 +8,14 @@ from starlette.exceptions import HTTPException
 from app import STATIC_DIR, errors
 from app.config import Settings, get_settings
 from app.limits import BodySizeLimit
+from app.requestlog import RequestLog, configure_logging
 from app.routes import api, assets, pages
+from app.security import SecurityHeaders
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    configure_logging(settings.log_level)
     application = FastAPI(
         title="Attention Lab",
         summary="Transformer self-attention, computed stage by stage on the server.",
@@ -22,8 +25,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
-    application.add_exception_handler(Exception, errors.unexpected_error_handler)
-    application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Middleware, innermost first: size caps, then the request log (ids, timing, and the
+    # generic answer to an unexpected error), then the security headers on every answer.
+    application.add_middleware(
+        BodySizeLimit, max_bytes=settings.max_body_bytes, max_query=settings.max_query_bytes
+    )
+    application.add_middleware(RequestLog)
+    application.add_middleware(SecurityHeaders, frame_ancestors=settings.frame_ancestors)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)

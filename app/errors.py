@@ -71,5 +71,16 @@ async def input_error_handler(request: Request, exc: InputError) -> Any:
     )
 
 
+UNREADABLE_BODY = (
+    "the request body could not be read as JSON; send UTF-8 text such as {} for the worked example"
+)
+
+
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:
+    if exc.status_code == 400:
+        # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): input a student
+        # can fix, so it answers like every other input problem.
+        return invalid_input(
+            request, [{"loc": ["body"], "msg": UNREADABLE_BODY, "type": "json_invalid"}]
+        )
     return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)

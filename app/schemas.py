@@ -56,7 +56,7 @@ class MaskSpec(BaseModel):
     window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Sliding window w: see keys fewer than w positions away."
     )
-    allowed: list[list[Flag]] | None = Field(
+    allowed: list[Annotated[list[Flag], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
         None, max_length=HARD_MAX_TOKENS, description="A custom n × n pattern: true = visible."
     )
 

@@ -28,7 +28,7 @@ RUN --mount=type=secret,id=pipcert \
     if [ -s /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi \
     && /opt/venv/bin/pip install --require-virtualenv -r requirements.txt \
     && if [ -n "${NO_DEPS_PACKAGES}" ]; then /opt/venv/bin/pip install --no-deps ${NO_DEPS_PACKAGES}; fi \
-    && /opt/venv/bin/pip uninstall --yes pip \
+    && /opt/venv/bin/pip uninstall --yes pip setuptools \
     && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- runtime

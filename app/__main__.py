@@ -2,11 +2,11 @@
 
 import uvicorn
 
-from app.config import get_settings
+from app.config import environment_settings
 
 
 def main() -> None:
-    settings = get_settings()
+    settings = environment_settings()
     uvicorn.run(
         "app.main:app",
         host=settings.host,

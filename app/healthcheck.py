@@ -6,7 +6,7 @@ Standard library only, so the image needs no curl.
 import sys
 import urllib.request
 
-from app.config import get_settings
+from app.config import environment_settings
 
 ANY_ADDRESS = {"", "0.0.0.0", "::"}
 
@@ -20,7 +20,7 @@ def healthz_url(host: str, port: int) -> str:
 
 
 def main() -> int:
-    settings = get_settings()
+    settings = environment_settings()
     try:
         with urllib.request.urlopen(healthz_url(settings.host, settings.port), timeout=3) as r:
             return 0 if r.status == 200 else 1

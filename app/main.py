@@ -6,7 +6,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from app import STATIC_DIR, errors
-from app.config import Settings, get_settings
+from app.cache import ResponseCache
+from app.config import Settings, environment_settings
 from app.limits import BodySizeLimit
 from app.requestlog import RequestLog, configure_logging
 from app.routes import api, assets, pages
@@ -14,14 +15,17 @@ from app.security import SecurityHeaders
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
+    settings = settings or environment_settings()
     configure_logging(settings.log_level)
     application = FastAPI(
         title="Attention Lab",
         summary="Transformer self-attention, computed stage by stage on the server.",
         version="0.1.0",
     )
-    application.dependency_overrides[get_settings] = lambda: settings
+    application.state.settings = settings  # read by the get_settings dependency
+    application.state.response_cache = ResponseCache(
+        settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
+    )
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)

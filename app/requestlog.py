@@ -9,11 +9,11 @@ fields' messages under "invalid"; a 5xx at error, with the exception's traceback
 """
 
 import logging
+import os
 import re
 import sys
 import time
 import traceback
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,7 +92,7 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if INCOMING_ID.fullmatch(incoming) else uuid.uuid4().hex[:16]
+        request_id = incoming if INCOMING_ID.fullmatch(incoming) else os.urandom(8).hex()
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         start = time.perf_counter()

@@ -1,17 +1,32 @@
 """Assemble the app: settings, routers, static files, error translators, middleware."""
 
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from app import STATIC_DIR, errors
-from app.cache import ResponseCache
+from app.cache import CachedAnswers, ResponseCache
 from app.config import Settings, environment_settings
 from app.limits import BodySizeLimit
 from app.requestlog import RequestLog, configure_logging
 from app.routes import api, assets, pages
 from app.security import SecurityHeaders
+
+
+@asynccontextmanager
+async def lifespan(application: FastAPI) -> AsyncIterator[None]:
+    """Once started, move every object made so far (modules, routes, templates) out of the
+    garbage collector's sight: a full collection then scans only what requests leave
+    behind, a fraction of a millisecond instead of tens that would stall every request."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -21,16 +36,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Attention Lab",
         summary="Transformer self-attention, computed stage by stage on the server.",
         version="0.1.0",
+        lifespan=lifespan,
     )
     application.state.settings = settings  # read by the get_settings dependency
-    application.state.response_cache = ResponseCache(
+    cache = ResponseCache(
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )
+    application.state.response_cache = cache
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
-    # Middleware, innermost first: size caps, then the request log (ids, timing, and the
-    # generic answer to an unexpected error), then the security headers on every answer.
+    # Middleware, innermost first: repeated answers from the cache, size caps, the request
+    # log (ids, timing, the generic answer to an unexpected error), then the security
+    # headers on every answer.
+    application.add_middleware(CachedAnswers, cache=cache)
     application.add_middleware(
         BodySizeLimit, max_bytes=settings.max_body_bytes, max_query=settings.max_query_bytes
     )

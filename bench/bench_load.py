@@ -56,6 +56,7 @@ class Result:
     p99_ms: float
     errors: int
     requests: int
+    error_kinds: str
 
 
 def millis(text: str) -> float:
@@ -69,15 +70,21 @@ def parse_wrk(out: str) -> Result:
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
     )
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    errors = (sum(map(int, socket_errors.groups())) if socket_errors else 0) + (
-        int(non_2xx.group(1)) if non_2xx else 0
+    kinds = (
+        dict(zip(("connect", "read", "write", "timeout"), socket_errors.groups(), strict=True))
+        if socket_errors
+        else {}
     )
+    if non_2xx:
+        kinds["non-2xx"] = non_2xx.group(1)
+    errors = sum(int(v) for v in kinds.values())
     return Result(
         requests_per_s=float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         p50_ms=millis(percentiles["50"]),
         p99_ms=millis(percentiles["99"]),
         errors=errors,
         requests=int(re.search(r"(\d+) requests in", out).group(1)),
+        error_kinds=", ".join(f"{k} {v}" for k, v in kinds.items() if int(v)),
     )
 
 
@@ -145,33 +152,29 @@ def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("wrk is missing: `make bench-load` installs it from Debian's packages")
 
-    results: dict[tuple[str, str], Result] = {}
-    sizes: dict[str, int] = {}
+    # Both servers run for the whole bench (the idle one costs nothing), and each endpoint is
+    # measured on the lab and then at once on the bare app, so that a change in the
+    # machine's other load between the two runs is as small as it can be.
     lab = Server(["-m", "app"], {})
     try:
-        for method, path in TARGETS:
-            sizes[path] = lab.body_size(method, path)
-            results[("lab", path)] = wrk(
-                lab.url + path, method, args.connections, args.seconds, args.threads
-            )
+        sizes = {path: lab.body_size(method, path) for method, path in TARGETS}
+        bare = Server(
+            ["-m", "uvicorn", "bench.bench_load:bare_app", "--factory", "--no-access-log",
+             "--host", "127.0.0.1", "--port", "{port}"],
+            {"BENCH_API_BYTES": str(sizes["/api/attention"]), "BENCH_PAGE_BYTES": str(sizes["/"])},
+        )  # fmt: skip
+        try:
+            results = {
+                (name, path): wrk(
+                    server.url + path, method, args.connections, args.seconds, args.threads
+                )
+                for method, path in TARGETS
+                for name, server in (("lab", lab), ("bare", bare))
+            }
+        finally:
+            bare.stop()
     finally:
         lab.stop()
-    bare_env = {
-        "BENCH_API_BYTES": str(sizes["/api/attention"]),
-        "BENCH_PAGE_BYTES": str(sizes["/"]),
-    }
-    bare = Server(
-        ["-m", "uvicorn", "bench.bench_load:bare_app", "--factory", "--no-access-log",
-         "--host", "127.0.0.1", "--port", "{port}"],
-        bare_env,
-    )  # fmt: skip
-    try:
-        for method, path in TARGETS:
-            results[("bare", path)] = wrk(
-                bare.url + path, method, args.connections, args.seconds, args.threads
-            )
-    finally:
-        bare.stop()
 
     print(
         f"wrk: {args.connections} connections, {args.seconds} s, {args.threads} threads; "
@@ -186,7 +189,7 @@ def main() -> None:
             ratio = r.requests_per_s / base.requests_per_s
             print(
                 f"{method + ' ' + path:22} {app:6} {sizes[path]:7d} {r.requests_per_s:8.0f} "
-                f"{r.p50_ms:8.1f} {r.p99_ms:8.1f} {r.errors:7d} {ratio:8.2f}"
+                f"{r.p50_ms:8.1f} {r.p99_ms:8.1f} {r.errors:7d} {ratio:8.2f}  {r.error_kinds}"
             )
     api, api_bare = results[("lab", "/api/attention")], results[("bare", "/api/attention")]
     print(

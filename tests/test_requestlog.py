@@ -2,12 +2,13 @@
 the user sees."""
 
 import json
-import logging
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.requestlog import INCOMING_ID
+from app.config import Settings
+from app.main import create_app
+from app.requestlog import INCOMING_ID, configure_logging
 from tests.test_security import failing_app
 
 
@@ -42,16 +43,23 @@ def test_one_json_line_per_request_on_stdout(
 
 
 def test_a_validation_failure_is_logged_at_info_with_its_messages(
-    client: TestClient, caplog: pytest.LogCaptureFixture
+    client: TestClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="attention_lab"):
-        client.post("/api/attention", json={"tokens": ["a"], "query": 3})
-    [record] = [r for r in caplog.records if r.name == "attention_lab.requests"]
-    assert record.levelno == logging.INFO
-    assert record.fields["status"] == 422
-    assert record.fields["invalid"] == [
-        "query is 3 but positions run from 0 to 0; pick one of those"
-    ]
+    capsys.readouterr()
+    client.post("/api/attention", json={"tokens": ["a"], "query": 3})
+    [line] = request_lines(capsys.readouterr().out)
+    assert (line["level"], line["status"]) == ("info", 422)
+    assert line["invalid"] == ["query is 3 but positions run from 0 to 0; pick one of those"]
+
+
+def test_the_log_level_setting_silences_request_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with TestClient(create_app(Settings(log_level="warning"))) as client:
+        capsys.readouterr()
+        client.get("/healthz")
+    assert request_lines(capsys.readouterr().out) == []
+    configure_logging("info")
 
 
 def test_an_unexpected_error_is_logged_at_error_with_the_id_the_user_sees(

@@ -23,8 +23,7 @@ async def attention(
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
     # cheaper on the event loop than a hop to the thread pool and back.
-    key = ("attention", await request.body())
-    return cache.json(key, lambda: compute_attention(req, settings))
+    return await cache.json(request, lambda: compute_attention(req, settings))
 
 
 health_router = APIRouter(tags=["health"])

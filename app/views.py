@@ -4,8 +4,16 @@ Reads finished results; computes no attention arithmetic.
 """
 
 from typing import Any
+from urllib.parse import urlencode
 
-from app.figures import heatmap
+from pydantic import ValidationError
+
+from app.cost import binary_size
+from app.cost_service import compute_cost, preset_list
+from app.errors import Busy, InputError, validation_errors
+from app.figures import Marker, Series, byte_ticks, heatmap, log_log_lines
+from app.measure import MeasurementCache
+from app.schemas import CostQuery
 
 
 def head_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -26,3 +34,158 @@ def head_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
             x_title="output dimension",
         ),
     }
+
+
+def _sizes(values: list[int]) -> list[str]:
+    return [binary_size(v).text for v in values]
+
+
+def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Score memory and KV cache against sequence length, with the chosen length and the
+    GPU's capacity marked."""
+    curves = result["curves"]
+    ns = curves["seq_len"]
+    n = result["seq_len"]
+    gpu_bytes = curves["gpu_bytes"]
+    gpu = result["gpu"]
+    gpu_text = f"GPU memory ({result['sizes']['gpu_memory']['text']})"
+    gpu_line = Series(gpu_text, [gpu_bytes] * len(ns), dash="dot")
+
+    dense = curves["dense_score_bytes_per_layer"]
+    score_series = [
+        Series("dense attention: n × n scores of every head", dense, _sizes(dense)),
+        Series(
+            "memory-efficient exact kernel: 8 bytes of row statistics per query and head",
+            curves["row_stats_bytes_per_layer"],
+            _sizes(curves["row_stats_bytes_per_layer"]),
+        ),
+        Series(
+            "Q, K, V and output (both kernels need them)",
+            curves["qkvo_bytes_per_layer"],
+            _sizes(curves["qkvo_bytes_per_layer"]),
+            dash="dash",
+        ),
+        gpu_line,
+    ]
+    score_markers = [
+        Marker(
+            "your length",
+            n,
+            result["score_bytes_per_layer"],
+            f"n = {n:,}: {result['sizes']['score_bytes_per_layer']['text']}",
+        )
+    ]
+    if gpu["longest_dense_layer_fit"] < ns[-1]:
+        m = gpu["longest_dense_layer_fit"]
+        score_markers.append(
+            Marker("GPU full", m, gpu_bytes, f"dense scores fill the GPU at n = {m:,}", "diamond")
+        )
+
+    kv_series = [
+        Series(label, ys, _sizes(ys), dash="solid" if label == curves["kv_chosen"] else "dash")
+        for label, ys in curves["kv_cache_bytes"].items()
+    ]
+    kv_markers = [
+        Marker(
+            "your length",
+            n,
+            result["kv_cache_bytes"],
+            f"n = {n:,}: {result['sizes']['kv_cache_bytes']['text']}",
+        )
+    ]
+    if gpu["longest_kv_fit"] < ns[-1]:
+        m = gpu["longest_kv_fit"]
+        kv_markers.append(
+            Marker("GPU full", m, gpu_bytes, f"the KV cache fills the GPU at n = {m:,}", "diamond")
+        )
+    kv_values = [v for s in kv_series for v in s.y] + [gpu_bytes]
+    score_values = [v for s in score_series for v in s.y]
+    return {
+        "scores": log_log_lines(
+            ns,
+            score_series,
+            f"Attention memory of one layer ({result['heads']} heads × batch {result['batch']})",
+            "bytes",
+            score_markers,
+            y_ticks=byte_ticks(min(score_values), max(score_values)),
+        ),
+        "kv": log_log_lines(
+            ns,
+            [*kv_series, gpu_line],
+            f"KV cache, {result['layers']} layers × batch {result['batch']}",
+            "bytes",
+            kv_markers,
+            y_ticks=byte_ticks(min(kv_values), max(kv_values)),
+        ),
+    }
+
+
+def measure_figure(measurement: dict[str, Any]) -> dict[str, Any]:
+    """Measured seconds per length against the fitted c·n²."""
+    rows = measurement["rows"]
+    ns = [r["n"] for r in rows]
+    ms = [r["seconds"] * 1000 for r in rows]
+    fitted = [r["fitted_seconds"] * 1000 for r in rows]
+    return log_log_lines(
+        ns,
+        [
+            Series("measured on this server", ms, [f"{t:.2f} ms" for t in ms]),
+            Series("fitted c·n²", fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
+        ],
+        "Dense attention, one head: time against length",
+        "milliseconds",
+        mode="lines+markers",
+    )
+
+
+FORM_FIELDS = (
+    "seq_len",
+    "batch",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "window_layers",
+    "dtype",
+    "gpu_memory_gib",
+)
+
+
+def _form_values(result: dict[str, Any]) -> dict[str, str]:
+    """The inputs as the form shows them: the values the result was computed from."""
+    values = {name: result.get(name) for name in FORM_FIELDS}
+    values["dtype"] = result["dtype"] or "fp16"
+    values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
+    return {k: "" if v is None else str(v) for k, v in values.items()}
+
+
+def cost_page_context(
+    params: dict[str, str], measurements: MeasurementCache
+) -> tuple[dict[str, Any], int]:
+    """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
+
+    `measure` in the URL runs (or reuses) the timing; the rest is the query of /api/cost.
+    """
+    measure = params.pop("measure", None) is not None
+    context: dict[str, Any] = {"presets": preset_list(), "errors": [], "result": None}
+    status = 200
+    try:
+        result = compute_cost(CostQuery.model_validate(params))
+        context.update(result=result, form=_form_values(result), figures=cost_figures(result))
+        context["query_string"] = urlencode({k: v for k, v in context["form"].items() if v != ""})
+    except ValidationError as exc:
+        context.update(errors=validation_errors(exc.errors()), form=params)
+        status = 422
+    except InputError as exc:
+        context.update(errors=[{"loc": list(exc.loc), "msg": exc.msg}], form=params)
+        status = 422
+    context["selected_preset"] = params.get("preset", "")
+    try:
+        measurement = measurements.get() if measure else measurements.result
+    except Busy as exc:
+        measurement, context["measure_busy"] = None, exc.msg
+    context["measurement"] = measurement
+    if measurement:
+        context["measure_figure"] = measure_figure(measurement)
+    return context, status

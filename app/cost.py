@@ -16,6 +16,7 @@ Nothing here knows about the web.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 # Element sizes in bits, by storage type.
@@ -55,8 +56,13 @@ class BinarySize:
 
     @property
     def text(self) -> str:
-        """ "32 MiB", "1.5 GiB", "768 bytes": at most two decimals, trailing zeros dropped."""
-        number = f"{self.value:,.2f}".rstrip("0").rstrip(".")
+        """For instance 32 MiB, 1.5 GiB, 767.63 MiB: at most two decimals, rounded half up
+        from the exact quotient, trailing zeros dropped."""
+        exact = Fraction(self.bytes, 1024 ** BINARY_UNITS.index(self.unit))
+        rounded = (Decimal(exact.numerator) / Decimal(exact.denominator)).quantize(
+            Decimal("0.01"), rounding=ROUND_HALF_UP
+        )
+        number = f"{rounded:,.2f}".rstrip("0").rstrip(".")
         return f"{number} {self.unit}"
 
 
@@ -193,6 +199,24 @@ class AttentionConfig:
             return "MHA"
         return "MQA" if self.kv_heads == 1 else "GQA"
 
+    def score_bytes_per_layer(
+        self, seq_len: int, bytes_per_element: ElementSize, batch: int = 1
+    ) -> int:
+        """n² · b · h · B: every head's dense score matrix in one layer, for the whole batch."""
+        return storage_bytes(score_entries(seq_len) * self.heads * batch, bytes_per_element)
+
+    def row_stats_bytes_per_layer(self, seq_len: int, batch: int = 1) -> int:
+        """8 · n · h · B: what a memory-efficient exact kernel keeps instead, per layer."""
+        return row_stats_bytes(seq_len) * self.heads * batch
+
+    def qkvo_bytes_per_layer(
+        self, seq_len: int, bytes_per_element: ElementSize, batch: int = 1
+    ) -> int:
+        """Q, K, V and the output of one layer for the batch (every kernel needs them)."""
+        return batch * qkvo_bytes(
+            seq_len, self.heads, self.kv_heads, self.head_dim, bytes_per_element
+        )
+
     def kv_cache_bytes(self, seq_len: int, bytes_per_element: ElementSize, batch: int = 1) -> int:
         return kv_cache_bytes(
             seq_len,
@@ -210,7 +234,8 @@ class AttentionConfig:
         return batch * self.layers * self.heads * prefill_flops_per_head(seq_len, self.head_dim)
 
     def causal_prefill_flops(self, seq_len: int, batch: int = 1) -> int:
-        """A kernel that skips masked pairs: n(n+1)/2 per global layer, Σ min(i+1, w) per windowed."""
+        """A kernel that skips masked pairs: n(n+1)/2 per global layer, Σ min(i+1, w) per
+        windowed layer."""
         per_head = self.global_layers * causal_prefill_flops_per_head(seq_len, self.head_dim)
         if self.windowed_layers:
             per_head += self.windowed_layers * causal_prefill_flops_per_head(

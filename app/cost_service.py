@@ -72,13 +72,15 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
         return DEFAULTS.get(name)
 
     heads = pick("heads")
-    kv_heads = query.kv_heads or (preset.kv_heads if preset and query.heads is None else heads)
+    kv_heads = pick("kv_heads") or heads
     layers = pick("layers")
     window = pick("window")
     window_layers = query.window_layers
     if window_layers is None and preset is not None and window == preset.window:
         window_layers = preset.window_layers
-    assert heads is not None and kv_heads is not None and layers is not None
+    assert heads is not None
+    assert kv_heads is not None
+    assert layers is not None
     if heads % kv_heads:
         raise _query_error(
             "kv_heads",
@@ -158,21 +160,14 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
     preset = find_preset(query.preset)
     b, dtype = element_size(query)
     config = resolve_config(query, preset)
-    n, h, g, d, L, B = (
-        query.seq_len,
-        config.heads,
-        config.kv_heads,
-        config.head_dim,
-        config.layers,
-        query.batch,
-    )
+    n, batch = query.seq_len, query.batch
     gpu_bytes = cost.gib_to_bytes(query.gpu_memory_gib)
 
     def dense_layer(m: int) -> int:
-        return cost.storage_bytes(cost.score_entries(m) * h * B, b)
+        return config.score_bytes_per_layer(m, b, batch)
 
     def kv_at(m: int) -> int:
-        return config.kv_cache_bytes(m, b, B)
+        return config.kv_cache_bytes(m, b, batch)
 
     score_bytes_per_layer = dense_layer(n)
     kv_bytes = kv_at(n)
@@ -180,11 +175,11 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
     dense_fit = cost.longest_fitting(dense_layer, gpu_bytes, MAX_SEQ_LEN)
     fields: dict[str, Any] = {
         "seq_len": n,
-        "heads": h,
-        "kv_heads": g,
-        "head_dim": d,
-        "layers": L,
-        "batch": B,
+        "heads": config.heads,
+        "kv_heads": config.kv_heads,
+        "head_dim": config.head_dim,
+        "layers": config.layers,
+        "batch": batch,
         "bytes_per_element": float(b) if b.denominator != 1 else int(b),
         "bits_per_element": int(b * 8),
         "dtype": dtype,
@@ -197,15 +192,17 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         "score_entries_per_head": cost.score_entries(n),
         "score_bytes_per_head": cost.score_bytes(n, b),
         "score_bytes_per_layer": score_bytes_per_layer,
-        "score_bytes_model": score_bytes_per_layer * L,
-        "row_stats_bytes_per_layer": cost.row_stats_bytes(n) * h * B,
-        "qkvo_bytes_per_layer": cost.qkvo_bytes(n, h, g, d, b) * B,
-        "prefill_flops_per_head": cost.prefill_flops_per_head(n, d),
-        "prefill_flops": config.prefill_flops(n, B),
-        "causal_prefill_flops": config.causal_prefill_flops(n, B),
-        "decode_flops_per_head": cost.decode_flops_per_head(n, d),
-        "decode_flops": config.decode_flops(n, B),
-        "kv_cache_bytes_per_token": cost.kv_cache_bytes_per_token(L, g, d, b),
+        "score_bytes_model": score_bytes_per_layer * config.layers,
+        "row_stats_bytes_per_layer": config.row_stats_bytes_per_layer(n, batch),
+        "qkvo_bytes_per_layer": config.qkvo_bytes_per_layer(n, b, batch),
+        "prefill_flops_per_head": cost.prefill_flops_per_head(n, config.head_dim),
+        "prefill_flops": config.prefill_flops(n, batch),
+        "causal_prefill_flops": config.causal_prefill_flops(n, batch),
+        "decode_flops_per_head": cost.decode_flops_per_head(n, config.head_dim),
+        "decode_flops": config.decode_flops(n, batch),
+        "kv_cache_bytes_per_token": cost.kv_cache_bytes_per_token(
+            config.layers, config.kv_heads, config.head_dim, b
+        ),
         "kv_cache_bytes": kv_bytes,
         "kv_cached_tokens_windowed": (
             cost.cached_tokens(n, config.window) if config.window is not None else None
@@ -233,7 +230,7 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         for m in (n, 2 * n, 4 * n)
         if m <= MAX_SEQ_LEN
     ]
-    fields["curves"] = curves(config, n, b, B, gpu_bytes, kv_fit, dense_fit)
+    fields["curves"] = curves(config, n, b, batch, gpu_bytes, [kv_fit, dense_fit])
     return fields
 
 
@@ -243,12 +240,11 @@ def curves(
     b: Fraction,
     batch: int,
     gpu_bytes: int,
-    kv_fit: int,
-    dense_fit: int,
+    capacities: list[int],
 ) -> dict[str, Any]:
-    """Every chart's series against sequence length, sampled on a log grid."""
-    h, g, d = config.heads, config.kv_heads, config.head_dim
-    fits = [m for m in (kv_fit, dense_fit) if m < MAX_SEQ_LEN]
+    """Every chart's series against sequence length, sampled on a log grid that reaches past
+    the chosen length and the lengths where the GPU fills up."""
+    fits = [m for m in capacities if m < MAX_SEQ_LEN]
     lo = max(1, min(n, 128) // 2)
     hi = min(MAX_SEQ_LEN, max(16 * n, 131_072, *(2 * m for m in fits)))
     ns = _grid(lo, hi, [n, *fits])
@@ -257,16 +253,15 @@ def curves(
         return [fn(m) for m in ns]
 
     kv = kv_series(config)
-    chosen = next(label for label, c in kv if c == config)
     return {
         "seq_len": ns,
-        "dense_score_bytes_per_layer": over(lambda m: cost.storage_bytes(m * m * h * batch, b)),
-        "row_stats_bytes_per_layer": over(lambda m: cost.row_stats_bytes(m) * h * batch),
-        "qkvo_bytes_per_layer": over(lambda m: cost.qkvo_bytes(m, h, g, d, b) * batch),
+        "dense_score_bytes_per_layer": over(lambda m: config.score_bytes_per_layer(m, b, batch)),
+        "row_stats_bytes_per_layer": over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
+        "qkvo_bytes_per_layer": over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
         "kv_cache_bytes": {
             label: over(lambda m, c=c: c.kv_cache_bytes(m, b, batch)) for label, c in kv
         },
-        "kv_chosen": chosen,
+        "kv_chosen": next(label for label, c in kv if c == config),
         "gpu_bytes": gpu_bytes,
     }
 

@@ -32,7 +32,7 @@ class InputError(Exception):
         self.source = source
 
 
-class Busy(Exception):
+class BusyError(Exception):
     """The server is doing this work for someone else right now: 503, try again shortly."""
 
     def __init__(self, msg: str, retry_after_s: int = 10) -> None:
@@ -81,7 +81,7 @@ async def input_error_handler(request: Request, exc: InputError) -> Any:
     return JSONResponse({"detail": [error]}, status_code=422)
 
 
-async def busy_handler(request: Request, exc: Busy) -> Any:
+async def busy_handler(request: Request, exc: BusyError) -> Any:
     headers = {"Retry-After": str(exc.retry_after_s)}
     return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
 

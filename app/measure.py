@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from app import attention as att
-from app.errors import Busy
+from app.errors import BusyError
 
 D_HEAD = 64
-REPEATS = 3
+REPEATS = 5
 SIZES_PER_RUN = 5
 
 
@@ -29,15 +30,19 @@ def measure_sizes(max_n: int) -> list[int]:
 
 
 def time_dense_attention(n: int, d_head: int = D_HEAD, repeats: int = REPEATS) -> float:
-    """Seconds for softmax(Q·Kᵀ/√d)·V on n tokens: the fastest of `repeats` runs."""
+    """Seconds for softmax(Q·Kᵀ/√d)·V on n tokens: the fastest of `repeats` runs after one
+    warm-up, on one BLAS thread (on a shared machine, threads waiting for each other would
+    be timed instead of the arithmetic)."""
     rng = np.random.default_rng(n)
     q, k, v = (rng.standard_normal((n, d_head)) for _ in range(3))  # (n, d_head) each
     allowed = np.ones((n, n), dtype=bool)  # (n, n): dense, nothing hidden
     best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+    with threadpool_limits(limits=1):
         att.attend(q, k, v, allowed)
-        best = min(best, time.perf_counter() - start)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            att.attend(q, k, v, allowed)
+            best = min(best, time.perf_counter() - start)
     return best
 
 
@@ -51,9 +56,10 @@ def fit_quadratic(ns: list[int], seconds: list[float]) -> tuple[float, float]:
 
 
 def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
-    """Time each length in turn; skip the rest once the cap would be passed.
+    """Time each length in turn (the shortest always); skip the rest once the cap would be
+    passed.
 
-    The next length is predicted from the last one (×4 per doubling, times the repeats), so
+    The next length is predicted from the last one (×4 per doubling, times the runs), so
     a run stops before it starts a length it cannot finish inside the cap.
     """
     started = time.perf_counter()
@@ -61,8 +67,8 @@ def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
     skipped: list[int] = []
     for n in measure_sizes(max_n):
         elapsed = time.perf_counter() - started
-        predicted = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 * REPEATS if rows else 0.0
-        if skipped or elapsed + predicted > time_cap_s:
+        predicted = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 * (REPEATS + 1) if rows else 0.0
+        if rows and (skipped or elapsed + predicted > time_cap_s):
             skipped.append(n)
             continue
         rows.append({"n": n, "seconds": time_dense_attention(n)})
@@ -111,7 +117,9 @@ class MeasurementCache:
         if self._result is not None:
             return self._result
         if not self._lock.acquire(timeout=self.wait_s):
-            raise Busy("a timing run is still going on this server; try again in a few seconds")
+            raise BusyError(
+                "a timing run is still going on this server; try again in a few seconds"
+            )
         try:
             if self._result is None:
                 self._result = measure_scaling(self.max_n, self.time_cap_s)

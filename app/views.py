@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from app.cost import binary_size
 from app.cost_service import compute_cost, preset_list
-from app.errors import Busy, InputError, validation_errors
+from app.errors import BusyError, InputError, validation_errors
 from app.figures import Marker, Series, byte_ticks, heatmap, log_log_lines
 from app.measure import MeasurementCache
 from app.schemas import CostQuery
@@ -183,7 +183,7 @@ def cost_page_context(
     context["selected_preset"] = params.get("preset", "")
     try:
         measurement = measurements.get() if measure else measurements.result
-    except Busy as exc:
+    except BusyError as exc:
         measurement, context["measure_busy"] = None, exc.msg
     context["measurement"] = measurement
     if measurement:

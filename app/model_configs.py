@@ -1,37 +1,88 @@
 """Published attention configurations of real models, each with where it was read.
 
-The numbers are copied from each model's config.json on its Hugging Face Hub page (or, where
-that file leaves a field out, from the model card or paper named in `source`). The width of
-one head is the configuration's `head_dim` when it states one (Gemma 2: 256, although
-hidden_size / heads = 3584 / 16 = 224); otherwise hidden_size / heads. Nothing is fetched
-at run time.
+Each preset holds the attention fields of the model's config.json on its Hugging Face Hub
+page, under the names that file uses, and `read_config` reads layers, heads, key/value
+heads, head width, context and sliding window from them the way a runtime does: the head
+width is `head_dim` when the file states one (Gemma 2: 256, although hidden_size / heads =
+3584 / 16 = 224), else hidden_size / heads; `multi_query: true` means one key/value head;
+a `sliding_window` counts only when `use_sliding_window` is not false. What config.json
+leaves out (Falcon-7B's context, which of Gemma 2's layers are local) comes from the model
+card or paper named in `source`. Nothing is fetched at run time.
 """
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from app.cost import AttentionConfig
+
+ConfigValue = int | bool
+FIELD_NAMES = {  # our name: the names config.json files use for it, GPT-2's last
+    "layers": ("num_hidden_layers", "n_layer"),
+    "heads": ("num_attention_heads", "n_head"),
+    "hidden_size": ("hidden_size", "n_embd"),
+    "max_context": ("max_position_embeddings", "n_positions"),
+}
+
+
+def _field(config: Mapping[str, ConfigValue], ours: str) -> int | None:
+    for name in FIELD_NAMES[ours]:
+        if name in config:
+            return int(config[name])
+    return None
 
 
 @dataclass(frozen=True)
 class ModelPreset:
     id: str
     name: str
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    hidden_size: int
-    max_context: int
+    config: Mapping[str, ConfigValue]  # the attention fields of config.json, as published
     source: str
-    decoder: bool = True
-    window: int | None = None
-    window_layer_indices: tuple[int, ...] = ()
     notes: str = ""
-    config_fields: dict[str, int | bool | str | None] = field(default_factory=dict)
+    decoder: bool = True
+    context: int | None = None  # when config.json does not state it
+    window_layer_indices: tuple[int, ...] | None = None  # None: every layer, when windowed
+
+    @property
+    def layers(self) -> int:
+        return _field(self.config, "layers") or 0
+
+    @property
+    def heads(self) -> int:
+        return _field(self.config, "heads") or 0
+
+    @property
+    def hidden_size(self) -> int:
+        return _field(self.config, "hidden_size") or 0
+
+    @property
+    def kv_heads(self) -> int:
+        if self.config.get("multi_query"):
+            return 1
+        return int(self.config.get("num_key_value_heads", self.heads))
+
+    @property
+    def head_dim(self) -> int:
+        return int(self.config.get("head_dim", self.hidden_size // self.heads))
+
+    @property
+    def max_context(self) -> int:
+        return self.context or _field(self.config, "max_context") or 0
+
+    @property
+    def window(self) -> int | None:
+        if self.config.get("use_sliding_window") is False or "sliding_window" not in self.config:
+            return None
+        return int(self.config["sliding_window"])
+
+    @property
+    def windowed_layer_indices(self) -> tuple[int, ...]:
+        if self.window is None:
+            return ()
+        return self.window_layer_indices or tuple(range(self.layers))
 
     @property
     def window_layers(self) -> int | None:
-        return len(self.window_layer_indices) if self.window is not None else None
+        return len(self.windowed_layer_indices) if self.window is not None else None
 
     @property
     def attention(self) -> AttentionConfig:
@@ -51,11 +102,11 @@ class ModelPreset:
             "max_context": self.max_context,
             "window": self.window,
             "window_layers": self.window_layers,
-            "window_layer_indices": list(self.window_layer_indices),
+            "window_layer_indices": list(self.windowed_layer_indices),
             "attention": self.attention.kind,
             "decoder": self.decoder,
             "source": self.source,
-            "config_fields": self.config_fields,
+            "config_fields": dict(self.config),
             "notes": self.notes,
         }
 
@@ -64,34 +115,22 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="gpt2",
         name="GPT-2 small",
-        layers=12,
-        heads=12,
-        kv_heads=12,
-        head_dim=64,
-        hidden_size=768,
-        max_context=1024,
         source=(
             "config.json of openai-community/gpt2 on the Hugging Face Hub; Radford et al. "
             "(2019), Language Models are Unsupervised Multitask Learners"
         ),
-        config_fields={"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024},
+        config={"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024},
         notes="No head_dim field: each head is n_embd / n_head = 768 / 12 = 64 wide.",
     ),
     ModelPreset(
         id="bert-base",
         name="BERT-base (uncased)",
-        layers=12,
-        heads=12,
-        kv_heads=12,
-        head_dim=64,
-        hidden_size=768,
-        max_context=512,
         decoder=False,
         source=(
             "config.json of google-bert/bert-base-uncased on the Hugging Face Hub; Devlin et "
             "al. (2019), BERT: Pre-training of Deep Bidirectional Transformers"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 12,
             "num_attention_heads": 12,
             "hidden_size": 768,
@@ -106,17 +145,11 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-2-7b",
         name="Llama-2-7B",
-        layers=32,
-        heads=32,
-        kv_heads=32,
-        head_dim=128,
-        hidden_size=4096,
-        max_context=4096,
         source=(
             "config.json of meta-llama/Llama-2-7b-hf on the Hugging Face Hub; Touvron et al. "
             "(2023), Llama 2: Open Foundation and Fine-Tuned Chat Models"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 32,
             "num_attention_heads": 32,
             "num_key_value_heads": 32,
@@ -128,17 +161,11 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-2-70b",
         name="Llama-2-70B",
-        layers=80,
-        heads=64,
-        kv_heads=8,
-        head_dim=128,
-        hidden_size=8192,
-        max_context=4096,
         source=(
             "config.json of meta-llama/Llama-2-70b-hf on the Hugging Face Hub; Touvron et al. "
             "(2023), Llama 2 (grouped-query attention in the 34B and 70B models)"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 80,
             "num_attention_heads": 64,
             "num_key_value_heads": 8,
@@ -150,14 +177,8 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-3-8b",
         name="Llama-3-8B",
-        layers=32,
-        heads=32,
-        kv_heads=8,
-        head_dim=128,
-        hidden_size=4096,
-        max_context=8192,
         source="config.json of meta-llama/Meta-Llama-3-8B on the Hugging Face Hub",
-        config_fields={
+        config={
             "num_hidden_layers": 32,
             "num_attention_heads": 32,
             "num_key_value_heads": 8,
@@ -172,19 +193,11 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="mistral-7b-v0.1",
         name="Mistral-7B (v0.1)",
-        layers=32,
-        heads=32,
-        kv_heads=8,
-        head_dim=128,
-        hidden_size=4096,
-        max_context=32768,
-        window=4096,
-        window_layer_indices=tuple(range(32)),
         source=(
             "config.json of mistralai/Mistral-7B-v0.1 on the Hugging Face Hub; Jiang et al. "
             "(2023), Mistral 7B (sliding-window attention with a rolling buffer cache)"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 32,
             "num_attention_heads": 32,
             "num_key_value_heads": 8,
@@ -200,19 +213,12 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="gemma-2-9b",
         name="Gemma-2-9B",
-        layers=42,
-        heads=16,
-        kv_heads=8,
-        head_dim=256,
-        hidden_size=3584,
-        max_context=8192,
-        window=4096,
         window_layer_indices=tuple(range(0, 42, 2)),
         source=(
             "config.json of google/gemma-2-9b on the Hugging Face Hub; Gemma Team (2024), "
             "Gemma 2: Improving Open Language Models at a Practical Size"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 42,
             "num_attention_heads": 16,
             "num_key_value_heads": 8,
@@ -230,22 +236,17 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="qwen2.5-7b",
         name="Qwen2.5-7B",
-        layers=28,
-        heads=28,
-        kv_heads=4,
-        head_dim=128,
-        hidden_size=3584,
-        max_context=131072,
         source=(
             "config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub; Qwen Team (2024), "
             "Qwen2.5 Technical Report"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 28,
             "num_attention_heads": 28,
             "num_key_value_heads": 4,
             "hidden_size": 3584,
             "max_position_embeddings": 131072,
+            "sliding_window": 131072,
             "use_sliding_window": False,
         },
         notes=(
@@ -256,23 +257,18 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="falcon-7b",
         name="Falcon-7B",
-        layers=32,
-        heads=71,
-        kv_heads=1,
-        head_dim=64,
-        hidden_size=4544,
-        max_context=2048,
         source=(
             "config.json of tiiuae/falcon-7b on the Hugging Face Hub (multi_query: true); "
             "context length 2,048 from its model card; Almazrouei et al. (2023), The Falcon "
             "Series of Open Language Models"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 32,
             "num_attention_heads": 71,
             "hidden_size": 4544,
             "multi_query": True,
         },
+        context=2048,
         notes=(
             "Multi-query attention: all 71 query heads share one key/value head of width "
             "4544 / 71 = 64."
@@ -281,19 +277,11 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="phi-3-mini-4k",
         name="Phi-3-mini (4k)",
-        layers=32,
-        heads=32,
-        kv_heads=32,
-        head_dim=96,
-        hidden_size=3072,
-        max_context=4096,
-        window=2047,
-        window_layer_indices=tuple(range(32)),
         source=(
             "config.json of microsoft/Phi-3-mini-4k-instruct on the Hugging Face Hub; Abdin et "
             "al. (2024), Phi-3 Technical Report"
         ),
-        config_fields={
+        config={
             "num_hidden_layers": 32,
             "num_attention_heads": 32,
             "num_key_value_heads": 32,

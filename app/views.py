@@ -36,86 +36,77 @@ def head_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _sizes(values: list[int]) -> list[str]:
-    return [binary_size(v).text for v in values]
+def _length_markers(result: dict[str, Any], field: str, fit: str, what: str) -> list[Marker]:
+    """A marker at the chosen length, and one where `what` fills the GPU (when on the chart)."""
+    n = result["seq_len"]
+    markers = [
+        Marker("your length", n, result[field], f"n = {n:,}: {result['sizes'][field]['text']}")
+    ]
+    m = result["gpu"][fit]
+    if m < result["curves"]["seq_len"][-1]:
+        gpu_bytes = result["gpu"]["memory_bytes"]
+        markers.append(
+            Marker("GPU full", m, gpu_bytes, f"{what} fills the GPU at n = {m:,}", "diamond")
+        )
+    return markers
+
+
+def _bytes_chart(
+    result: dict[str, Any], series: list[Series], title: str, markers: list[Marker]
+) -> dict[str, Any]:
+    """Bytes against length on log axes, with the GPU's memory as a dotted line."""
+    ns = result["curves"]["seq_len"]
+    gpu_bytes = result["gpu"]["memory_bytes"]
+    gpu = Series(f"GPU memory ({result['sizes']['gpu_memory']['text']})", [gpu_bytes] * len(ns))
+    values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
+    return log_log_lines(
+        ns,
+        [*series, Series(gpu.name, gpu.y, dash="dot")],
+        title,
+        "bytes",
+        markers,
+        y_ticks=byte_ticks(min(values), max(values)),
+    )
+
+
+def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
+    return Series(name, values, [binary_size(v).text for v in values], dash)
 
 
 def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Score memory and KV cache against sequence length, with the chosen length and the
     GPU's capacity marked."""
     curves = result["curves"]
-    ns = curves["seq_len"]
-    n = result["seq_len"]
-    gpu_bytes = curves["gpu_bytes"]
-    gpu = result["gpu"]
-    gpu_text = f"GPU memory ({result['sizes']['gpu_memory']['text']})"
-    gpu_line = Series(gpu_text, [gpu_bytes] * len(ns), dash="dot")
-
-    dense = curves["dense_score_bytes_per_layer"]
     score_series = [
-        Series("dense attention: n × n scores of every head", dense, _sizes(dense)),
-        Series(
+        _sized(
+            "dense attention: n × n scores of every head", curves["dense_score_bytes_per_layer"]
+        ),
+        _sized(
             "memory-efficient exact kernel: 8 bytes of row statistics per query and head",
             curves["row_stats_bytes_per_layer"],
-            _sizes(curves["row_stats_bytes_per_layer"]),
         ),
-        Series(
-            "Q, K, V and output (both kernels need them)",
-            curves["qkvo_bytes_per_layer"],
-            _sizes(curves["qkvo_bytes_per_layer"]),
-            dash="dash",
+        _sized(
+            "Q, K, V and output (both kernels need them)", curves["qkvo_bytes_per_layer"], "dash"
         ),
-        gpu_line,
     ]
-    score_markers = [
-        Marker(
-            "your length",
-            n,
-            result["score_bytes_per_layer"],
-            f"n = {n:,}: {result['sizes']['score_bytes_per_layer']['text']}",
-        )
-    ]
-    if gpu["longest_dense_layer_fit"] < ns[-1]:
-        m = gpu["longest_dense_layer_fit"]
-        score_markers.append(
-            Marker("GPU full", m, gpu_bytes, f"dense scores fill the GPU at n = {m:,}", "diamond")
-        )
-
     kv_series = [
-        Series(label, ys, _sizes(ys), dash="solid" if label == curves["kv_chosen"] else "dash")
+        _sized(label, ys, "solid" if label == curves["kv_chosen"] else "dash")
         for label, ys in curves["kv_cache_bytes"].items()
     ]
-    kv_markers = [
-        Marker(
-            "your length",
-            n,
-            result["kv_cache_bytes"],
-            f"n = {n:,}: {result['sizes']['kv_cache_bytes']['text']}",
-        )
-    ]
-    if gpu["longest_kv_fit"] < ns[-1]:
-        m = gpu["longest_kv_fit"]
-        kv_markers.append(
-            Marker("GPU full", m, gpu_bytes, f"the KV cache fills the GPU at n = {m:,}", "diamond")
-        )
-    kv_values = [v for s in kv_series for v in s.y] + [gpu_bytes]
-    score_values = [v for s in score_series for v in s.y]
     return {
-        "scores": log_log_lines(
-            ns,
+        "scores": _bytes_chart(
+            result,
             score_series,
             f"Attention memory of one layer ({result['heads']} heads × batch {result['batch']})",
-            "bytes",
-            score_markers,
-            y_ticks=byte_ticks(min(score_values), max(score_values)),
+            _length_markers(
+                result, "score_bytes_per_layer", "longest_dense_layer_fit", "dense scores"
+            ),
         ),
-        "kv": log_log_lines(
-            ns,
-            [*kv_series, gpu_line],
+        "kv": _bytes_chart(
+            result,
+            kv_series,
             f"KV cache, {result['layers']} layers × batch {result['batch']}",
-            "bytes",
-            kv_markers,
-            y_ticks=byte_ticks(min(kv_values), max(kv_values)),
+            _length_markers(result, "kv_cache_bytes", "longest_kv_fit", "the KV cache"),
         ),
     }
 

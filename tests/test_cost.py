@@ -14,7 +14,7 @@ from app import cost, measure
 from app.config import Settings
 from app.cost_service import compute_cost
 from app.main import create_app
-from app.model_configs import PRESETS, PRESETS_BY_ID
+from app.model_configs import PRESETS_BY_ID
 from app.schemas import CostQuery
 from app.views import cost_figures, measure_figure
 
@@ -319,22 +319,57 @@ def test_models_endpoint_lists_every_preset_with_a_source(client: TestClient) ->
         assert m["window_layers"] is None or m["window_layers"] <= m["layers"]
 
 
-@pytest.mark.parametrize("preset", PRESETS, ids=[p.id for p in PRESETS])
-def test_presets_are_consistent(preset) -> None:  # type: ignore[no-untyped-def]
-    assert preset.heads % preset.kv_heads == 0
-    fields = preset.config_fields
-    layers = fields.get("num_hidden_layers", fields.get("n_layer"))
-    assert layers == preset.layers
-    # head_dim from the configuration when it states one, else hidden / heads
-    expected = fields.get("head_dim") or preset.hidden_size // preset.heads
-    assert preset.head_dim == expected
+PUBLISHED = [
+    # id, layers, heads, kv_heads, head_dim, max context, window, windowed layers
+    ("gpt2", 12, 12, 12, 64, 1_024, None, None),
+    ("bert-base", 12, 12, 12, 64, 512, None, None),
+    ("llama-2-7b", 32, 32, 32, 128, 4_096, None, None),
+    ("llama-2-70b", 80, 64, 8, 128, 4_096, None, None),
+    ("llama-3-8b", 32, 32, 8, 128, 8_192, None, None),
+    ("mistral-7b-v0.1", 32, 32, 8, 128, 32_768, 4_096, 32),
+    ("gemma-2-9b", 42, 16, 8, 256, 8_192, 4_096, 21),
+    ("qwen2.5-7b", 28, 28, 4, 128, 131_072, None, None),
+    ("falcon-7b", 32, 71, 1, 64, 2_048, None, None),
+    ("phi-3-mini-4k", 32, 32, 32, 96, 4_096, 2_047, 32),
+]
+
+
+@pytest.mark.parametrize(
+    ("preset_id", "layers", "heads", "kv_heads", "head_dim", "context", "window", "windowed"),
+    PUBLISHED,
+)
+def test_presets_read_their_published_configs(
+    preset_id: str,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    context: int,
+    window: int | None,
+    windowed: int | None,
+) -> None:
+    p = PRESETS_BY_ID[preset_id]
+    assert (p.layers, p.heads, p.kv_heads, p.head_dim) == (layers, heads, kv_heads, head_dim)
+    assert (p.max_context, p.window, p.window_layers) == (context, window, windowed)
+    assert p.heads % p.kv_heads == 0
+
+
+def test_config_reader_rules() -> None:
+    # multi_query: true means one key/value head, whatever the number of query heads
+    assert PRESETS_BY_ID["falcon-7b"].kv_heads == 1
+    # GPT-2's own field names (n_layer, n_head, n_embd, n_positions) are understood
+    assert PRESETS_BY_ID["gpt2"].head_dim == 768 // 12
+    # a sliding_window with use_sliding_window false does not count
+    qwen = PRESETS_BY_ID["qwen2.5-7b"]
+    assert qwen.config["sliding_window"] == 131_072
+    assert qwen.window is None
 
 
 def test_head_dim_is_read_not_derived_for_gemma_2() -> None:
     gemma = PRESETS_BY_ID["gemma-2-9b"]
     assert gemma.hidden_size // gemma.heads == 224
     assert gemma.head_dim == 256
-    assert gemma.window_layer_indices == tuple(range(0, 42, 2))
+    assert gemma.windowed_layer_indices == tuple(range(0, 42, 2))
 
 
 def test_query_overrides_a_preset(client: TestClient) -> None:

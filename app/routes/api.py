@@ -5,11 +5,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from app.config import Settings, get_settings
+from app.requests import JSONRoute
 from app.responses import JSONResponse
 from app.schemas import AttentionRequest, AttentionResponse, ErrorResponse
 from app.service import compute_attention
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
 

@@ -212,7 +212,7 @@ def check_limits(
     if n > max_tokens:
         raise InputError(
             ("tokens",),
-            f"there are {n} tokens but this server allows at most {max_tokens}; send fewer tokens",
+            f"tokens has {n} labels but this server allows at most {max_tokens}; send fewer tokens",
         )
     for label, width in widths.items():
         if width > max_width:
@@ -220,7 +220,8 @@ def check_limits(
             said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
             raise InputError(
                 (field,),
-                f"{said} but this server allows widths up to {max_width}; use a smaller {label}",
+                f"{said} but this server allows widths up to {max_width}; "
+                + (f"use a smaller {label}" if field == label else f"make {field} narrower"),
             )
 
 

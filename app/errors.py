@@ -56,8 +56,9 @@ SENTENCES = {
     "finite_number": "{field} must be a finite number, not {got}",
     "greater_than_equal": "{field} is {got} but must be at least {ge}",
     "less_than_equal": "{field} is {got} but must be at most {le}",
-    "too_short": "{field} has {actual_length} entries but needs at least {min_length}",
-    "too_long": "{field} has {actual_length} entries but may have at most {max_length}",
+    "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
+    "too_long": "{field} has {actual_length} entries but may have at most {max_length}; "
+    "remove some",
     "string_too_short": "{field} is empty but needs at least {min_length} character; give a label",
     "string_too_long": "{field} is longer than {max_length} characters; shorten it",
     "missing": "{field} is required; add it to the request",

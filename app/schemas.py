@@ -235,13 +235,19 @@ def check_mask(mask: MaskSpec, n: int) -> None:
         )
     if mask.allowed is not None:
         rows = mask.allowed
-        bad = [i for i, row in enumerate(rows) if len(row) != n]
-        if len(rows) != n or bad:
-            shape = f"row {bad[0]} has {len(rows[bad[0]])} flags" if bad else f"{len(rows)} rows"
+        if len(rows) != n:
             raise InputError(
                 ("mask", "allowed"),
-                f"mask.allowed must be {n} × {n} (one row and one column per token) but {shape}",
+                f"mask.allowed has {len(rows)} rows but there are {n} tokens; it must be "
+                f"{n} × {n}, one row and one column per token",
             )
+        for i, row in enumerate(rows):
+            if len(row) != n:
+                raise InputError(
+                    ("mask", "allowed", i),
+                    f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
+                    f"it must be {n} × {n}, one row and one column per token",
+                )
 
 
 # ---------------------------------------------------------------- responses

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from app import cost, measure
 from app.config import Settings
 from app.cost_service import compute_cost
+from app.cost_views import cost_figures, measure_figure
 from app.main import create_app
 from app.model_configs import PRESETS_BY_ID
 from app.schemas import CostQuery
-from app.views import cost_figures, measure_figure
 
 MiB = 2**20
 GiB = 2**30

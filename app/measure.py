@@ -20,7 +20,9 @@ from app import attention as att
 from app.errors import BusyError
 
 D_HEAD = 64
-REPEATS = 5
+MIN_RUNS = 3
+MAX_RUNS = 30
+RUN_BUDGET_S = 0.25
 SIZES_PER_RUN = 5
 
 
@@ -29,29 +31,34 @@ def measure_sizes(max_n: int) -> list[int]:
     return [max_n >> shift for shift in range(SIZES_PER_RUN - 1, -1, -1) if max_n >> shift >= 1]
 
 
-def time_dense_attention(n: int, d_head: int = D_HEAD, repeats: int = REPEATS) -> float:
-    """Seconds for softmax(Q·Kᵀ/√d)·V on n tokens: the fastest of `repeats` runs after one
-    warm-up, on one BLAS thread (on a shared machine, threads waiting for each other would
-    be timed instead of the arithmetic)."""
+def time_dense_attention(n: int, d_head: int = D_HEAD) -> tuple[float, int]:
+    """(seconds, runs) for softmax(Q·Kᵀ/√d)·V on n tokens: the fastest run after a warm-up.
+
+    Short lengths are run again until RUN_BUDGET_S is spent (at most MAX_RUNS times), so the
+    fastest run is one the other processes on a shared machine did not interrupt. One BLAS
+    thread: threads waiting for each other would be timed instead of the arithmetic.
+    """
     rng = np.random.default_rng(n)
     q, k, v = (rng.standard_normal((n, d_head)) for _ in range(3))  # (n, d_head) each
     allowed = np.ones((n, n), dtype=bool)  # (n, n): dense, nothing hidden
-    best = float("inf")
+    best, runs, spent = float("inf"), 0, 0.0
     with threadpool_limits(limits=1):
         att.attend(q, k, v, allowed)
-        for _ in range(repeats):
+        while runs < MIN_RUNS or (spent < RUN_BUDGET_S and runs < MAX_RUNS):
             start = time.perf_counter()
             att.attend(q, k, v, allowed)
-            best = min(best, time.perf_counter() - start)
-    return best
+            elapsed = time.perf_counter() - start
+            best, runs, spent = min(best, elapsed), runs + 1, spent + elapsed
+    return best, runs
 
 
-def fit_quadratic(ns: list[int], seconds: list[float]) -> tuple[float, float]:
-    """Least-squares c in t ≈ c·n², and the log–log slope (2 for a purely quadratic cost)."""
+def fit_quadratic(ns: list[int], seconds: list[float]) -> tuple[float, float | None]:
+    """Least-squares c in t ≈ c·n², and the log–log slope (2 for a purely quadratic cost;
+    None from a single length)."""
     n = np.asarray(ns, dtype=float)
     t = np.asarray(seconds, dtype=float)
     c = float((t * n**2).sum() / (n**4).sum())
-    slope = float(np.polyfit(np.log(n), np.log(t), 1)[0]) if len(ns) > 1 else float("nan")
+    slope = float(np.polyfit(np.log(n), np.log(t), 1)[0]) if len(ns) > 1 else None
     return c, slope
 
 
@@ -59,19 +66,21 @@ def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
     """Time each length in turn (the shortest always); skip the rest once the cap would be
     passed.
 
-    The next length is predicted from the last one (×4 per doubling, times the runs), so
-    a run stops before it starts a length it cannot finish inside the cap.
+    The next length's time is predicted from the last one (×4 per doubling, times the runs),
+    so a run stops before it starts a length it cannot finish inside the cap.
     """
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     skipped: list[int] = []
     for n in measure_sizes(max_n):
         elapsed = time.perf_counter() - started
-        predicted = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 * (REPEATS + 1) if rows else 0.0
+        one_run = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 if rows else 0.0
+        predicted = max(one_run * (MIN_RUNS + 1), min(RUN_BUDGET_S, one_run * MAX_RUNS))
         if rows and (skipped or elapsed + predicted > time_cap_s):
             skipped.append(n)
             continue
-        rows.append({"n": n, "seconds": time_dense_attention(n)})
+        seconds, runs = time_dense_attention(n)
+        rows.append({"n": n, "seconds": seconds, "runs": runs})
     ns = [r["n"] for r in rows]
     c, slope = fit_quadratic(ns, [r["seconds"] for r in rows])
     for r in rows:
@@ -79,11 +88,11 @@ def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
         r["ratio"] = r["seconds"] / r["fitted_seconds"]
     return {
         "d_head": D_HEAD,
-        "repeats": REPEATS,
+        "min_runs": MIN_RUNS,
         "rows": rows,
         "skipped": skipped,
         "c_seconds": c,
-        "slope": slope if len(rows) > 1 else None,
+        "slope": slope,
         "time_cap_seconds": time_cap_s,
         "total_seconds": time.perf_counter() - started,
         "machine": {

@@ -17,7 +17,7 @@ from app.errors import InputError
 from app.model_configs import PRESETS, PRESETS_BY_ID, ModelPreset
 from app.schemas import MAX_SEQ_LEN, CostQuery
 
-DEFAULTS = {"heads": 1, "head_dim": 128, "layers": 1}
+DEFAULT_CONFIG = AttentionConfig(layers=1, heads=1, kv_heads=1, head_dim=128)
 DTYPE_OF_BYTES = {4: "fp32", 2: "fp16", 1: "fp8"}
 CURVE_POINTS = 41
 EXAMPLE_WINDOW = 4096
@@ -61,26 +61,15 @@ def element_size(query: CostQuery) -> tuple[Fraction, str | None]:
 
 
 def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionConfig:
-    """The attention configuration: the query's values, else the preset's, else the defaults."""
-
-    def pick(name: str) -> int | None:
-        given = getattr(query, name)
-        if given is not None:
-            return given
-        if preset is not None:
-            return getattr(preset, name)
-        return DEFAULTS.get(name)
-
-    heads = pick("heads")
-    kv_heads = pick("kv_heads") or heads
-    layers = pick("layers")
-    window = pick("window")
-    window_layers = query.window_layers
-    if window_layers is None and preset is not None and window == preset.window:
-        window_layers = preset.window_layers
-    assert heads is not None
-    assert kv_heads is not None
-    assert layers is not None
+    """The attention configuration: the query's values, else the preset's, else the defaults
+    (one head of width 128 in one layer; as many key/value heads as query heads)."""
+    base = preset.attention if preset is not None else DEFAULT_CONFIG
+    layers = query.layers or base.layers
+    heads = query.heads or base.heads
+    kv_heads = query.kv_heads or (base.kv_heads if preset is not None else heads)
+    head_dim = query.head_dim or base.head_dim
+    window = query.window or base.window
+    window_layers = query.window_layers or (base.window_layers if window == base.window else None)
     if heads % kv_heads:
         raise _query_error(
             "kv_heads",
@@ -100,7 +89,7 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
             f"window_layers is {window_layers} but the model has only {layers} layers; "
             f"use at most {layers}",
         )
-    return AttentionConfig(layers, heads, kv_heads, pick("head_dim") or 128, window, window_layers)
+    return AttentionConfig(layers, heads, kv_heads, head_dim, window, window_layers)
 
 
 def _divisors_hint(heads: int) -> str:

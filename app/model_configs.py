@@ -86,8 +86,11 @@ class ModelPreset:
 
     @property
     def attention(self) -> AttentionConfig:
+        """The configuration the calculator uses; a window on every layer is stated as such
+        (window_layers None), so that overriding `layers` keeps every layer windowed."""
+        some = self.window_layers if self.window_layers != self.layers else None
         return AttentionConfig(
-            self.layers, self.heads, self.kv_heads, self.head_dim, self.window, self.window_layers
+            self.layers, self.heads, self.kv_heads, self.head_dim, self.window, some
         )
 
     def as_dict(self) -> dict[str, object]:

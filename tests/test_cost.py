@@ -376,6 +376,10 @@ def test_query_overrides_a_preset(client: TestClient) -> None:
     body = client.get("/api/cost", params={"preset": "llama-3-8b", "kv_heads": 32}).json()
     assert (body["layers"], body["heads"], body["kv_heads"]) == (32, 32, 32)
     assert body["attention"] == "MHA"
+    # a window on every layer stays on every layer when the depth changes
+    body = client.get("/api/cost", params={"preset": "mistral-7b-v0.1", "layers": 16}).json()
+    assert (body["window"], body["window_layers"]) == (4_096, 16)
+    assert body["kv_cache_bytes"] == 16 * 4_096 * 2 * 8 * 128 * 2
 
 
 # ---------------------------------------------------------------- figures

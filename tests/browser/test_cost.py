@@ -51,3 +51,4 @@ def test_measure_button_swaps_in_the_timings(page: Page) -> None:
     expect(page.locator("#measure-table")).to_be_visible(timeout=30_000)
     expect(page.locator("#measure-table tbody tr")).to_have_count(5)
     expect(page.locator('[data-figure="fig-measure"] .main-svg').first).to_be_visible()
+    assert axe_violations(page) == []

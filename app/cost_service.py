@@ -18,7 +18,12 @@ from app.model_configs import PRESETS, PRESETS_BY_ID, ModelPreset
 from app.schemas import MAX_SEQ_LEN, CostQuery
 
 DEFAULT_CONFIG = AttentionConfig(layers=1, heads=1, kv_heads=1, head_dim=128)
-DTYPE_OF_BYTES = {4: "fp32", 2: "fp16", 1: "fp8"}
+DTYPE_OF_BYTES = {
+    Fraction(4): "fp32",
+    Fraction(2): "fp16",
+    Fraction(1): "fp8",
+    Fraction(1, 2): "int4",
+}
 CURVE_POINTS = 41
 EXAMPLE_WINDOW = 4096
 BYTE_FIELDS = (
@@ -48,14 +53,14 @@ def find_preset(preset_id: str | None) -> ModelPreset | None:
 def element_size(query: CostQuery) -> tuple[Fraction, str | None]:
     """(bytes per element, type name): `dtype` wins, and must agree with bytes_per_element."""
     if query.dtype is None:
-        size = query.bytes_per_element or 2
-        return Fraction(size), DTYPE_OF_BYTES.get(size)
+        size = Fraction(query.bytes_per_element or 2)
+        return size, DTYPE_OF_BYTES.get(size)
     size = Fraction(cost.DTYPE_BITS[query.dtype], 8)
     if query.bytes_per_element is not None and query.bytes_per_element != size:
         raise _query_error(
             "bytes_per_element",
-            f"bytes_per_element is {query.bytes_per_element} but dtype {query.dtype} stores "
-            f"{_number(size)} bytes per element; give only one of them",
+            f"bytes_per_element is {_number(Fraction(query.bytes_per_element))} but dtype "
+            f"{query.dtype} stores {_number(size)} bytes per element; give only one of them",
         )
     return size, query.dtype
 

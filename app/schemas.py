@@ -274,8 +274,13 @@ class CostQuery(BaseModel):
     head_dim: Count | None = Field(None, description="Width of one head, d_head (default 128).")
     layers: Count | None = Field(None, description="Layers L (default 1).")
     batch: int = Field(1, ge=1, le=MAX_COUNT, description="Sequences processed together.")
-    bytes_per_element: int | None = Field(
-        None, ge=1, le=8, description="Bytes per stored number (default 2); or give `dtype`."
+    bytes_per_element: float | None = Field(
+        None,
+        ge=0.5,
+        le=8,
+        multiple_of=0.5,
+        allow_inf_nan=False,
+        description="Bytes per stored number, in halves (default 2; 0.5 for int4); or `dtype`.",
     )
     dtype: Literal["fp32", "fp16", "bf16", "fp8", "int4"] | None = Field(
         None, description="Element type: fp32 4 bytes, fp16/bf16 2, fp8 1, int4 half a byte."

@@ -225,6 +225,19 @@ def test_element_types(client: TestClient, dtype: str, per_token: int) -> None:
     assert isinstance(body["kv_cache_bytes"], int)
 
 
+@pytest.mark.parametrize(
+    ("size", "dtype", "per_token"),
+    [(4, "fp32", 262_144), (0.5, "int4", 32_768), (3, None, 196_608)],
+)
+def test_bytes_per_element_in_halves(
+    client: TestClient, size: float, dtype: str | None, per_token: int
+) -> None:
+    params = {"layers": 32, "heads": 32, "kv_heads": 8, "head_dim": 128}
+    body = client.get("/api/cost", params={**params, "bytes_per_element": size}).json()
+    assert (body["bytes_per_element"], body["dtype"]) == (size, dtype)
+    assert body["kv_cache_bytes_per_token"] == per_token
+
+
 def test_int4_rounds_up_to_whole_bytes() -> None:
     assert cost.storage_bytes(3, Fraction(1, 2)) == 2  # two int4 share a byte; the third needs one
     assert cost.storage_bytes(3, 0.5) == 2
@@ -268,6 +281,7 @@ INVALID = [
     ({"window_layers": 1}, "window_layers"),
     ({"window": 0}, "window"),
     ({"bytes_per_element": 0}, "bytes_per_element"),
+    ({"bytes_per_element": 0.3}, "bytes_per_element"),
     ({"dtype": "fp64"}, "dtype"),
     ({"dtype": "int4", "bytes_per_element": 2}, "bytes_per_element"),
     ({"gpu_memory_gib": 0}, "gpu_memory_gib"),

@@ -117,7 +117,8 @@ def causal_prefill_flops_per_head(seq_len: int, head_dim: int, window: int | Non
 
 
 def decode_flops_per_head(seq_len: int, head_dim: int, window: int | None = None) -> int:
-    """One new token with n tokens cached: its query against min(n, w) keys, 4·n·d_head."""
+    """One new token, n tokens in the cache counting it: its query against those n keys
+    (min(n, w) with a window), 2·n·d_head for the scores and 2·n·d_head for weights · V."""
     return 4 * cached_tokens(seq_len, window) * head_dim
 
 

@@ -224,7 +224,7 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         for m in (n, 2 * n, 4 * n)
         if m <= MAX_SEQ_LEN
     ]
-    fields["curves"] = curves(config, n, b, batch, gpu_bytes, [kv_fit, dense_fit])
+    fields["curves"] = curves(config, n, b, batch, [kv_fit, dense_fit])
     return fields
 
 
@@ -233,7 +233,6 @@ def curves(
     n: int,
     b: Fraction,
     batch: int,
-    gpu_bytes: int,
     capacities: list[int],
 ) -> dict[str, Any]:
     """Every chart's series against sequence length, sampled on a log grid that reaches past
@@ -256,7 +255,6 @@ def curves(
             label: over(lambda m, c=c: c.kv_cache_bytes(m, b, batch)) for label, c in kv
         },
         "kv_chosen": next(label for label, c in kv if c == config),
-        "gpu_bytes": gpu_bytes,
     }
 
 

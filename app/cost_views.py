@@ -37,11 +37,11 @@ def _bytes_chart(
     """Bytes against length on log axes, with the GPU's memory as a dotted line."""
     ns = result["curves"]["seq_len"]
     gpu_bytes = result["gpu"]["memory_bytes"]
-    gpu = Series(f"GPU memory ({result['sizes']['gpu_memory']['text']})", [gpu_bytes] * len(ns))
+    gpu_name = f"GPU memory ({result['sizes']['gpu_memory']['text']})"
     values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
     return log_log_lines(
         ns,
-        [*series, Series(gpu.name, gpu.y, dash="dot")],
+        [*series, Series(gpu_name, [gpu_bytes] * len(ns), dash="dot")],
         title,
         "bytes",
         markers,

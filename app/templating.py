@@ -46,7 +46,7 @@ SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
 
 
 def fmt_si(value: Any, unit: str = "") -> str:
-    """A large count in powers of 1000: 8.59 G, 1.2 T (FLOPs are counted in tens, not 2¹⁰)."""
+    """A large count in powers of 1000, as FLOPs are counted: 8.59 G, 1.2 T (never 2¹⁰)."""
     number = float(value)
     power = 0
     while abs(number) >= 1000 and power + 1 < len(SI_PREFIXES):

@@ -32,6 +32,15 @@ class Settings(BaseSettings):
     log_level: str = Field(
         "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
     )
+    measure_max_n: int = Field(
+        2048, ge=16, le=4096, description="Longest sequence the 'measure it' panel times."
+    )
+    measure_time_cap_seconds: float = Field(
+        10.0, gt=0, le=120, description="Hard cap on one timing run; longer lengths are skipped."
+    )
+    measure_wait_seconds: float = Field(
+        60.0, gt=0, le=600, description="How long a request waits for a run already going."
+    )
 
 
 @lru_cache

@@ -13,6 +13,7 @@ from app import STATIC_DIR, errors
 from app.cache import CachedAnswers, ResponseCache
 from app.config import Settings, environment_settings
 from app.limits import BodySizeLimit
+from app.measure import MeasurementCache
 from app.requestlog import RequestLog, configure_logging
 from app.routes import api, assets, pages
 from app.security import SecurityHeaders
@@ -43,8 +44,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )
     application.state.response_cache = cache
+    application.state.measurements = MeasurementCache(
+        settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
+    )
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
+    application.add_exception_handler(errors.BusyError, errors.busy_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     # Middleware, innermost first: repeated answers from the cache, size caps, the request
     # log (ids, timing, the generic answer to an unexpected error), then the security

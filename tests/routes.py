@@ -38,5 +38,23 @@ def query_params(route: APIRoute) -> list[str]:
     return sorted(names)
 
 
+def api_field_names(app: FastAPI) -> set[str]:
+    """Every query parameter and top-level body field the API documents: the names a page's
+    URL state uses too, even when the page reads its query string by hand."""
+    spec = app.openapi()
+    names: set[str] = set()
+    for methods in spec["paths"].values():
+        for op in methods.values():
+            names.update(p["name"] for p in op.get("parameters", []))
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            ref = body.get("schema", {}).get("$ref", "")
+            if ref:
+                model = spec["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+                names.update(model.get("properties", {}))
+    return names
+
+
 APP = create_app(Settings())
 PAGES = {path: query_params(route) for path, route in sorted(page_routes(APP).items())}
+# What each page may read from its URL: its declared parameters and the API's field names.
+PAGE_STATE = {path: sorted(set(names) | api_field_names(APP)) for path, names in PAGES.items()}

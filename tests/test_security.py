@@ -2,6 +2,7 @@
 
 from urllib.parse import quote
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -9,7 +10,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from app.security import content_security_policy
-from tests.routes import APP, PAGES, api_routes
+from tests.routes import APP, PAGE_STATE, PAGES, api_routes
 
 # Markup and script in the places a student can type: they must come back as text.
 PAYLOADS = [
@@ -19,6 +20,12 @@ PAYLOADS = [
     "<svg onload=alert(1)>",
     "' onmouseover='alert(1)",
     "<b>bold</b>&amp;",
+]
+# Two payloads that each try every context (attribute, element, script block) at once, for
+# the pages × parameters cross product.
+URL_PAYLOADS = [
+    "\"'><img src=x onerror=alert(1)><script>alert(1)</script>",
+    "</script><svg onload=alert(1)>&lt;b&gt;",
 ]
 BODY_ROUTES = sorted(
     path
@@ -123,22 +130,31 @@ def test_payloads_in_tokens_come_back_as_json_strings(client: TestClient, payloa
     assert response.json()["tokens"] == [payload, "x"]
 
 
-PAGE_PARAM_CASES = [(path, name) for path, names in PAGES.items() for name in names]
+PAGE_PARAM_CASES = [(path, name) for path, names in PAGE_STATE.items() for name in names]
 
 
-@pytest.mark.parametrize("payload", PAYLOADS)
-@pytest.mark.parametrize(("path", "name"), PAGE_PARAM_CASES or [("/", "tokens")])
+def assert_inert(response: httpx.Response, payload: str) -> None:
+    """HTML carries the payload only escaped; anything else is JSON the browser won't run."""
+    assert response.status_code < 500
+    assert response.headers["x-content-type-options"] == "nosniff"
+    if response.headers["content-type"].startswith("text/html"):
+        assert payload not in response.text
+        assert "<script>alert" not in response.text
+    else:
+        assert response.headers["content-type"] == "application/json"
+        response.json()
+
+
+@pytest.mark.parametrize("payload", URL_PAYLOADS)
+@pytest.mark.parametrize(("path", "name"), PAGE_PARAM_CASES)
 def test_payloads_in_page_urls_are_escaped(
     client: TestClient, path: str, name: str, payload: str
 ) -> None:
-    response = client.get(f"{path}?{name}={quote(payload)}")
-    assert response.status_code < 500
-    assert payload not in response.text
-    assert "<script>alert" not in response.text
+    assert_inert(client.get(f"{path}?{name}={quote(payload)}"), payload)
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_payloads_in_the_path_are_not_echoed(client: TestClient, payload: str) -> None:
     response = client.get(f"/{quote(payload)}")
     assert response.status_code == 404
-    assert payload not in response.text
+    assert_inert(response, payload)

@@ -2,28 +2,71 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from starlette.responses import Response
 
 from app.cache import ResponseCache, get_cache
 from app.config import Settings, get_settings
-from app.schemas import AttentionRequest, AttentionResponse, ErrorResponse
+from app.cost_service import compute_cost, preset_list
+from app.measure import MeasurementCache
+from app.requests import JSONRoute
+from app.responses import JSONResponse
+from app.schemas import (
+    WORKED_EXAMPLE_REQUEST,
+    AttentionRequest,
+    AttentionResponse,
+    CostQuery,
+    ErrorResponse,
+)
 from app.service import compute_attention
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 CacheDep = Annotated[ResponseCache, Depends(get_cache)]
 ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
+WORKED_EXAMPLE = {
+    "worked": {
+        "summary": 'The worked example "The cat sleeps" (the same as {})',
+        "value": WORKED_EXAMPLE_REQUEST,
+    }
+}
+AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
 async def attention(
-    request: Request, req: AttentionRequest, settings: SettingsDep, cache: CacheDep
+    request: Request, req: AttentionBody, settings: SettingsDep, cache: CacheDep
 ) -> Response:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
     # cheaper on the event loop than a hop to the thread pool and back.
     return await cache.json(request, lambda: compute_attention(req, settings))
+
+
+def get_measurements(request: Request) -> MeasurementCache:
+    """The process's one timing run (built by create_app)."""
+    return request.app.state.measurements
+
+
+MeasurementsDep = Annotated[MeasurementCache, Depends(get_measurements)]
+
+
+@router.get("/cost", responses={422: {"model": ErrorResponse}})
+def cost(query: Annotated[CostQuery, Query()]) -> JSONResponse:
+    """What scales quadratically: score memory, FLOPs and the KV cache for one configuration."""
+    return JSONResponse(compute_cost(query))
+
+
+@router.get("/cost/models")
+def cost_models() -> JSONResponse:
+    """Model presets: published attention configurations, each with its source."""
+    return JSONResponse({"models": preset_list()})
+
+
+@router.get("/cost/measure", responses={503: {"model": ErrorResponse}})
+def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
+    """Dense attention timed on this server for a few lengths, fitted to c·n² (run once)."""
+    return JSONResponse(measurements.get())
 
 
 health_router = APIRouter(tags=["health"])

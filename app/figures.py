@@ -62,7 +62,7 @@ def heatmap(
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
-        trace["customdata"] = hover
+        trace["customdata"] = [[plain(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     return {
         "data": [trace],
@@ -76,13 +76,20 @@ def heatmap(
     }
 
 
+def plain(text: str) -> str:
+    """Text that plotly shows as typed: it reads <b>, <br>, <a> … in labels as its own markup,
+    and &lt; as "<"."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _unique(labels: Sequence[str]) -> list[str]:
-    """Category axes merge equal labels; number repeats so every row keeps its own line."""
+    """Category axes merge equal labels; number repeats so every row keeps its own line.
+    Labels are student text: escaped for plotly's markup."""
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+        out.append(plain(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out
 
 

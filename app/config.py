@@ -22,7 +22,9 @@ class Settings(BaseSettings):
         65_536, ge=1024, description="Longest query string (a page's state); longer gets 414."
     )
     response_cache_bytes: int = Field(
-        32 * 2**20, ge=0, description="Memory for repeated API answers (0 turns caching off)."
+        32 * 2**20,
+        ge=0,
+        description="Memory for repeated answers of pure routes (0 turns caching off).",
     )
     frame_ancestors: str = Field(
         "'self'",

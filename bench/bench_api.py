@@ -9,11 +9,7 @@ one request at a time over one keep-alive connection, reading the whole response
 """
 
 import http.client
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from server import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 # (n, d_model = d_k = d_v, timed repeats)
@@ -108,35 +105,6 @@ def median_seconds(calls: list[Callable[[], Any]], repeats: int) -> list[float]:
     return [statistics.median(spent) for spent in times]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "1"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return server
-        except OSError:
-            time.sleep(0.1)
-    server.kill()
-    raise RuntimeError("the server did not answer /healthz within 30 s")
-
-
 def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
     conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
     response = conn.getresponse()
@@ -147,8 +115,10 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
+    # The response cache is off: the same body is sent again and again, and the point here
+    # is the cost of computing and serializing it.
+    server = Server(env={"RESPONSE_CACHE_BYTES": "0"})
+    port = server.port
     try:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
@@ -166,8 +136,7 @@ def main() -> None:
             )
         conn.close()
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
 
 if __name__ == "__main__":

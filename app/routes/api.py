@@ -3,9 +3,8 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request
-from starlette.responses import Response
 
-from app.cache import ResponseCache, get_cache
+from app.cache import cacheable
 from app.config import Settings, get_settings
 from app.cost_service import compute_cost, preset_list
 from app.measure import MeasurementCache
@@ -22,7 +21,6 @@ from app.service import compute_attention
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-CacheDep = Annotated[ResponseCache, Depends(get_cache)]
 ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
 WORKED_EXAMPLE = {
     "worked": {
@@ -33,14 +31,17 @@ WORKED_EXAMPLE = {
 AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
-@router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
-async def attention(
-    request: Request, req: AttentionBody, settings: SettingsDep, cache: CacheDep
-) -> Response:
+@router.post(
+    "/attention",
+    response_model=AttentionResponse,
+    responses=ERRORS,
+    dependencies=[Depends(cacheable)],
+)
+async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
     # cheaper on the event loop than a hop to the thread pool and back.
-    return await cache.json(request, lambda: compute_attention(req, settings))
+    return JSONResponse(compute_attention(req, settings))
 
 
 def get_measurements(request: Request) -> MeasurementCache:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.cache import cacheable
 from app.config import Settings, get_settings
 from app.cost_views import cost_page_context
 from app.labstate import LabPage, lab_page
@@ -34,7 +35,7 @@ def problems_json(page: LabPage) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-@router.get("/", response_class=HTMLResponse)
+@router.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
 def lab(request: Request, page: LabDep, fragment: bool = False) -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
     renders the page with its problems next to the controls (422)."""

@@ -1,8 +1,10 @@
 """Request and response shapes: the contract of shared/API.md, with the limits in Field(...).
 
-Shape checks that involve several fields (x against W_Q, padding against the tokens) live in
-model validators and raise a sentence a student can act on. Limits that come from the
-settings (how many tokens, how wide) are checked by `check_limits`, since they can change.
+Shape checks between given fields (x against W_Q, W_Q against W_K) live in the model
+validator and raise `_fail(loc, ...)`: a sentence a student can act on, reported at the field
+to change, like pydantic's own errors. What needs the defaults filled in (the mask and the
+query against the number of tokens) or the settings (how many tokens, how wide) is checked by
+`check_mask` and `check_limits`, which raise InputError with the field's loc as well.
 """
 
 from typing import Annotated, Any
@@ -43,7 +45,7 @@ def _fail(loc: str | tuple[str | int, ...], kind: str, message: str) -> Validati
         loc=(loc,) if isinstance(loc, str) else loc,
         input=None,
     )
-    return ValidationError.from_exception_data("AttentionRequest", [line])
+    return ValidationError.from_exception_data("request", [line])
 
 
 def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:

@@ -29,8 +29,12 @@ class InputError(Exception):
 
 
 def field_name(loc: Sequence[str | int]) -> str:
-    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it."""
-    parts = loc[1:] if loc and loc[0] in LOCATIONS else loc
+    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it.
+
+    FastAPI puts where a value came from first ("body", or "query" for a query parameter);
+    a model validated in Python has no such prefix, and ("query",) is its field `query`."""
+    where = loc[0] if loc else None
+    parts = loc[1:] if where == "body" or (where in LOCATIONS and len(loc) > 1) else loc
     name = ""
     for part in parts:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))

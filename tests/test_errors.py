@@ -192,3 +192,19 @@ def test_no_json_makes_the_server_fail(small_client: TestClient, body: Any) -> N
     assert response.status_code in (200, 422), response.text
     if response.status_code == 422:
         assert all(e["msg"] and e["loc"][0] == "body" for e in response.json()["detail"])
+
+
+@pytest.mark.parametrize(
+    ("loc", "name"),
+    [
+        (("body", "x", 0, 1), "x[0][1]"),
+        (("body", "mask", "allowed", 2), "mask.allowed[2]"),
+        (("body", "query"), "query"),  # the request's field `query`
+        (("query", "seq_len"), "seq_len"),  # a query parameter
+        (("query",), "query"),  # a model validated in Python: its field `query`
+        (("body",), ""),
+        (("body", 9), "[9]"),
+    ],
+)
+def test_field_names_read_as_a_student_writes_them(loc: tuple, name: str) -> None:
+    assert field_name(loc) == name

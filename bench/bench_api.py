@@ -8,8 +8,11 @@ one request at a time over one keep-alive connection, reading the whole response
     .venv/bin/python bench/bench_api.py
 """
 
-import http.client
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
+
+import http.client
 import socket
 import statistics
 import subprocess

@@ -6,6 +6,7 @@ with FastAPI's usual body, each `msg` starting with the field it is about.
 """
 
 import logging
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -57,7 +58,7 @@ SENTENCES = {
     "dict_type": "{field} must be an object in curly braces, not {got}",
     "model_type": "{field} must be an object in curly braces, not {got}",
     "model_attributes_type": "{field} must be an object in curly braces, not {got}",
-    "finite_number": "{field} must be a finite number, not {got}",
+    "finite_number": "{field} must be a finite number, not {got}; JSON has no NaN or Infinity",
     "greater_than_equal": "{field} is {got} but must be at least {ge}",
     "less_than_equal": "{field} is {got} but must be at most {le}",
     "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
@@ -75,6 +76,8 @@ def describe(value: Any) -> str:
     """A value as a short piece of JSON for a message (containers by kind, not content)."""
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):

@@ -154,7 +154,9 @@ def main() -> None:
     server = start_server(port)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
+        print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
         print(f"{header} {'HTTP/floor':>10}")
         for n, d, repeats in CASES:

@@ -8,7 +8,7 @@ from starlette.exceptions import HTTPException
 from app import STATIC_DIR, errors
 from app.config import Settings, get_settings
 from app.limits import BodySizeLimit
-from app.routes import api, assets, pages
+from app.routes import api, assets, docs, pages
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -17,6 +17,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Attention Lab",
         summary="Transformer self-attention, computed stage by stage on the server.",
         version="0.1.0",
+        docs_url=None,  # /docs is ours (app/routes/docs.py): Swagger UI without a CDN
+        redoc_url=None,
     )
     application.dependency_overrides[get_settings] = lambda: settings
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
@@ -28,6 +30,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.include_router(api.health_router)
     application.include_router(pages.router)
     application.include_router(assets.router)
+    application.include_router(docs.router)
     application.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return application
 

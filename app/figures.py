@@ -14,6 +14,12 @@ LABEL_CELLS_UP_TO = 12
 Scale = Literal["sequential", "diverging"]
 
 
+def plotly_text(text: str) -> str:
+    """Text shown as typed: plotly reads a few HTML tags in labels and decodes entities, so
+    token text like "<b>" or "<img …>" is written as entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
     """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
     return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
@@ -43,7 +49,7 @@ def heatmap(
         "type": "heatmap",
         "z": finite,  # orjson writes NaN as null: a gap
         "x": _unique(x_labels),
-        "y": _unique(y_labels),
+        "y": _unique(y_labels),  # category labels, escaped by _unique
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
         "colorbar": {"thickness": 12, "len": 0.9},
         "xgap": 1,
@@ -59,12 +65,12 @@ def heatmap(
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
-        trace["customdata"] = hover
+        trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     return {
         "data": [trace],
         "layout": {
-            "title": {"text": title, "y": 0.98, "yanchor": "top"},
+            "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
             "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
             "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
             "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
@@ -74,10 +80,11 @@ def heatmap(
 
 
 def _unique(labels: Sequence[str]) -> list[str]:
-    """Category axes merge equal labels; number repeats so every row keeps its own line."""
+    """Category axes merge equal labels; number repeats so every row keeps its own line.
+    Labels are escaped for plotly."""
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+        out.append(plotly_text(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out

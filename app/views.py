@@ -19,7 +19,7 @@ from app.cost import binary_size, score_bytes, score_entries
 from app.figures import LABEL_CELLS_UP_TO, heatmap
 from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
 from app.nav import NAV
-from app.service import mask_of, query_breakdown
+from app.service import query_breakdown
 from app.templating import fmt
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
@@ -271,6 +271,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
         "n": n,
         "result": result,
         "query": query,
+        "weight_sum": float(sum(row["weight"] for row in query["rows"])),
         "scale_label": by,
         "stages": stages,
         "full_tables": full,
@@ -357,10 +358,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
         for name, (rows, cols) in shapes.items()
     ]
     n = len(tokens)
-    pattern = None
-    if n <= PATTERN_UP_TO:
-        spec = state.mask_spec().model_copy(update={"padding": None})
-        pattern = mask_of(spec, n).tolist()
+    pattern = state.pattern().tolist() if n <= PATTERN_UP_TO else None
     return {
         "text": " ".join(tokens),
         "tokens": tokens,
@@ -382,10 +380,10 @@ def cost_panel(n: int) -> dict[str, Any]:
     """One head's score matrix now and at 4,096 tokens (one source: app/cost.py)."""
     return {
         "n": n,
-        "entries": score_entries(n),
+        "entries": f"{score_entries(n):,}",
         "size": binary_size(score_bytes(n)).text,
-        "reference": REFERENCE_LENGTH,
-        "reference_entries": score_entries(REFERENCE_LENGTH),
+        "reference": f"{REFERENCE_LENGTH:,}",
+        "reference_entries": f"{score_entries(REFERENCE_LENGTH):,}",
         "reference_size": binary_size(score_bytes(REFERENCE_LENGTH)).text,
         "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
     }

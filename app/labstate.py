@@ -284,12 +284,6 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
             notes.append(f"{LABELS[name]} was generated again to fit the new widths")
 
     state.pad = [p for p in state.pad if p < n]
-    cells = parsed.visible_cells
-    if state.mask != "custom" and cells and max(max(pair) for pair in cells) == n - 1:
-        # A form sent the pattern grid for these tokens with a changed cell: make it custom.
-        shown = state.pattern()
-        if {(int(i), int(j)) for i, j in zip(*np.nonzero(shown), strict=True)} != cells:
-            state.mask = "custom"
     if state.mask == "custom":
         start = state.allowed
         if start is None and parsed.visible_cells is not None:

@@ -84,13 +84,10 @@ def test_a_new_width_regenerates_what_no_longer_fits() -> None:
     assert any("d_model = 3" in note for note in notes)
 
 
-def test_a_changed_pattern_cell_from_a_form_makes_the_mask_custom() -> None:
-    causal_but_one = "&".join(f"cell={i}.{j}" for i in range(3) for j in range(i + 1) if i != 2)
-    state = parse("mask=causal&" + causal_but_one + "&cell=2.2")
-    assert state.mask == "custom"
-    assert state.allowed == [[1, 0, 0], [1, 1, 0], [0, 0, 1]]
-    unchanged = "&".join(f"cell={i}.{j}" for i in range(3) for j in range(i + 1))
-    assert parse("mask=causal&" + unchanged).mask == "causal"
+def test_pattern_cells_from_a_form_count_only_for_the_custom_mask() -> None:
+    cells = "&".join(f"cell={i}.{j}" for i in range(3) for j in range(i + 1))
+    assert parse("mask=bidirectional&" + cells).allowed is None
+    assert parse("mask=custom&" + cells).allowed == np.tril(np.ones((3, 3), bool)).tolist()
 
 
 @pytest.mark.parametrize(

@@ -75,12 +75,13 @@
     return fresh;
   }
 
-  function apply(status, html, structural) {
+  function apply(html, structural) {
     const template = document.createElement("template");
     template.innerHTML = html;
     const part = function (id) { return template.content.getElementById(id); };
-    document.getElementById("lab-messages").replaceWith(part("lab-messages"));
-    if (status !== 200) {
+    const messages = part("lab-messages");
+    document.getElementById("lab-messages").replaceWith(messages);
+    if (messages.dataset.problems === "1") {
       document.getElementById("lab-results").classList.add("stale");
       return;
     }
@@ -107,11 +108,8 @@
     const params = stateParams(job.action);
     params.append("fragment", "1");
     fetch("/?" + params.toString(), { headers: { Accept: "text/html" } })
-      .then(function (response) {
-        return response.text().then(function (html) {
-          apply(response.status, html, job.structural || Boolean(job.action));
-        });
-      })
+      .then(function (response) { return response.text(); })
+      .then(function (html) { apply(html, job.structural || Boolean(job.action)); })
       .catch(function () {
         document.getElementById("lab-results").classList.add("stale");
       })

@@ -10,6 +10,7 @@ import numpy as np
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu"
 LABEL_CELLS_UP_TO = 12
+GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
 Scale = Literal["sequential", "diverging"]
 
@@ -52,8 +53,6 @@ def heatmap(
         "y": _unique(y_labels),  # category labels, escaped by _unique
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
         "colorbar": {"thickness": 12, "len": 0.9},
-        "xgap": 1,
-        "ygap": 1,
         "hoverongaps": True,
     }
     if scale == "diverging":
@@ -61,6 +60,8 @@ def heatmap(
         trace["reversescale"] = True
     else:
         trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
+    if max(z.shape) <= GAPS_UP_TO:
+        trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"

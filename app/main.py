@@ -25,7 +25,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # Pages, fragments and JSON travel compressed (plotly.js arrives already gzipped).
-    application.add_middleware(GZipMiddleware, minimum_size=1024)
+    application.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)

@@ -176,13 +176,12 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
     dots = dot_hover(result, tokens) if hover else None
 
     def square(name: str, caption: str) -> dict[str, Any]:
-        matrix = np.asarray(result[name], dtype=float)
+        rows = slice(None) if full else slice(i, i + 1)
+        matrix = np.asarray(result[name], dtype=float)[rows]
         if name == "masked":
-            matrix = np.where(allowed, matrix, np.nan)
-        cells = [[None if np.isnan(x) else x for x in row] for row in matrix]
-        if full:
-            return _table(cells, tokens, tokens, caption)
-        return _table(cells[i : i + 1], [tokens[i]], tokens, caption)
+            matrix = np.where(allowed[rows], matrix, np.nan)
+        cells = [[None if np.isnan(x) else x for x in row] for row in matrix.tolist()]
+        return _table(cells, tokens[rows], tokens, caption)
 
     stages = [
         {
@@ -278,11 +277,6 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
         "cell_text": n <= LABEL_CELLS_UP_TO,
         "empty_rows": [tokens[r] for r in result.get("empty_rows", [])],
     }
-
-
-def head_figures(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The heatmap strip of one head, stage by stage, by stage name."""
-    return {stage["name"]: stage["fig"] for stage in head_stages(result)["stages"]}
 
 
 # ---------------------------------------------------------------- the head lab

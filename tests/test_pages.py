@@ -141,15 +141,21 @@ def test_a_button_redirects_to_the_state_it_made(client: TestClient) -> None:
 
 
 def test_the_fragment_is_the_results_with_their_url(client: TestClient) -> None:
-    response = client.get("/?mask=bidirectional&fragment=1")
+    response = client.get("/?mask=bidirectional&fragment=all")
     assert response.status_code == 200
     assert "<html" not in response.text
     assert 'data-query="tokens=The+cat+sleeps&amp;d_model=2&amp;d_k=2&amp;d_v=2' in response.text
     assert 'id="lab-editor"' in response.text
 
 
+def test_a_value_edit_fragment_leaves_the_controls_out(client: TestClient) -> None:
+    response = client.get("/?fragment=results")
+    assert 'id="lab-editor"' not in response.text
+    assert 'id="lab-results"' in response.text
+
+
 def test_bad_input_in_a_fragment_carries_the_message(client: TestClient) -> None:
-    response = client.get("/?x=1,,2&fragment=1")
+    response = client.get("/?x=1,,2&fragment=all")
     assert response.status_code == 200
     assert 'data-problems="1"' in response.text
     assert "is not a number" in response.text

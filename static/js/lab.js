@@ -7,7 +7,7 @@
   const form = document.getElementById("lab-form");
   if (!form) return;
   const MATRIX_NAMES = new Set(["x", "w_q", "w_k", "w_v", "cell", "allowed"]);
-  const DEBOUNCE_MS = 30;
+  const DEBOUNCE_MS = 10; // edits arriving while a request is out are merged into one more
   let inFlight = false;
   let queued = null;
   let timer = null;
@@ -105,11 +105,12 @@
       return;
     }
     inFlight = true;
+    const structural = job.structural || Boolean(job.action);
     const params = stateParams(job.action);
-    params.append("fragment", "1");
+    params.append("fragment", structural ? "all" : "results");
     fetch("/?" + params.toString(), { headers: { Accept: "text/html" } })
       .then(function (response) { return response.text(); })
-      .then(function (html) { apply(html, job.structural || Boolean(job.action)); })
+      .then(function (html) { apply(html, structural); })
       .catch(function () {
         document.getElementById("lab-results").classList.add("stale");
       })

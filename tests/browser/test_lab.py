@@ -5,17 +5,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from app.schemas import WORKED_EXAMPLE_REQUEST
 from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
-
-WORKED = {
-    "tokens": ["The", "cat", "sleeps"],
-    "x": [[1, 0], [0, 1], [1, 1]],
-    "w_q": [[1, 0.5], [0, 1]],
-    "w_k": [[0.5, 1], [1, 0]],
-    "w_v": [[1, -1], [0.5, 1]],
-    "mask": {"causal": True},
-    "query": 1,
-}
 
 
 def redraws(page: Page) -> int:
@@ -56,7 +47,9 @@ def test_worked_example_shows_weights_and_output(page: Page) -> None:
 def test_editing_w_q_shows_the_servers_new_weights(page: Page) -> None:
     page.goto("/")
     edit(page, lambda: page.locator("#w_q-0-0").fill("2"))
-    api = page.request.post("/api/attention", data={**WORKED, "w_q": [[2, 0.5], [0, 1]]}).json()
+    api = page.request.post(
+        "/api/attention", data={**WORKED_EXAMPLE_REQUEST, "w_q": [[2, 0.5], [0, 1]]}
+    ).json()
     expected = [f"{row['weight']:.3f}" for row in api["query"]["rows"]]
     assert weights_shown(page) == expected
     assert "w_q=2,0.5;0,1" in page.url

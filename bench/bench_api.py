@@ -15,7 +15,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,18 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not answer /healthz within 30 s")
 
 
+@contextmanager
+def running_app() -> Iterator[int]:
+    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port."""
+    port = free_port()
+    server = start_server(port)
+    try:
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
     conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
     response = conn.getresponse()
@@ -147,9 +160,7 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
-    try:
+    with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
@@ -165,9 +176,6 @@ def main() -> None:
                 f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
             )
         conn.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from playwright.sync_api import Browser, sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_api import free_port, median_seconds, start_server
+from bench_api import median_seconds, running_app
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
@@ -122,10 +122,8 @@ def transferred(browser: Browser, base: str) -> tuple[int, int]:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
-    base = f"http://127.0.0.1:{port}"
-    try:
+    with running_app() as port:
+        base = f"http://127.0.0.1:{port}"
         throughput(port)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -138,9 +136,6 @@ def main() -> None:
             print(f"  first load   {first:>10,} B  (≤ 1,600,000)")
             print(f"  warm reload  {warm:>10,} B  (≤ 100,000)")
             browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Figure dicts in plotly's figure schema. Plain dicts: microseconds to build, validated by
 plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
 
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,9 +22,23 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
+    if value is None:
+        return "−∞"
+    number = float(value)
+    if math.isinf(number):
+        return "−∞" if number < 0 else "∞"
+    text = f"{number:.{digits}f}"
+    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
+        text = text[1:] if float(text) == 0 else "−" + text[1:]
+    return text
+
+
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
-    """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
-    return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
+    """Values printed in the cells as the tables print them; hidden (non-finite) entries
+    read `hidden_text`."""
+    return [[fmt(v, digits) if np.isfinite(v) else hidden_text for v in row] for row in z]
 
 
 def heatmap(

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from app.cost import binary_size, score_bytes, score_entries
-from app.figures import LABEL_CELLS_UP_TO, heatmap
+from app.figures import LABEL_CELLS_UP_TO, fmt, heatmap
 from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
 from app.nav import NAV
 from app.service import query_breakdown
-from app.templating import fmt
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -31,9 +30,11 @@ MAX_TERMS = 8
 
 
 def short(value: float) -> str:
-    """A factor in a hover sum: 0.5, 1, −0.34 (three decimals at most, no trailing zeros)."""
+    """A factor in a hover sum: 0.5, 1, (−0.34): three decimals at most, no trailing zeros,
+    negatives in parentheses so that "×" and "+" read unambiguously."""
     text = fmt(value, 3)
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return f"({text})" if text.startswith("−") else text
 
 
 def _sum(terms: Sequence[str]) -> str:
@@ -120,7 +121,7 @@ def weighted_hover(query: Mapping[str, Any], v: np.ndarray) -> list[list[str]]:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
     return [
         [
-            f"{row['weight']:.3f} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
+            f"{fmt(row['weight'])} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
             f"{short(v[row['key_index'], d])} = {fmt(value)}"
             for d, value in enumerate(row["weighted_value"])
         ]
@@ -243,6 +244,8 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 x_title="value dimension",
                 y_title="key",
                 hover=weighted_hover(query, v) if hover else None,
+                hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
+                hidden_text="0",
             ),
             "table": _table(
                 weighted, tokens, dims, f"weight_j × v_j for the query “{query['token']}”"

@@ -34,7 +34,7 @@ def hover(view: dict, name: str, i: int, j: int) -> str:
         ("masked", 1, 2, "cat → sleeps: 0.707 + (−∞) = −∞ (hidden by the mask)"),
         ("weights", 1, 0, "cat → The: e^0.707 / (e^0.707 + e^0.000) = 0.670"),
         ("weights", 1, 2, "cat → sleeps: hidden key, weight 0"),
-        ("weighted", 0, 1, "0.670 × v_The[1] = 0.670 × −1 = −0.670"),
+        ("weighted", 0, 1, "0.670 × v_The[1] = 0.670 × (−1) = −0.670"),
         ("output", 1, 0, "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835"),
     ],
 )
@@ -93,7 +93,7 @@ def test_markup_in_labels_reaches_plotly_as_entities() -> None:
     assert trace["customdata"][0][1].startswith("q_&lt;b&gt;x&lt;/b&gt; · k_&amp;")
 
 
-@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "−0.34")])
+@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
 def test_short_factors(value: float, text: str) -> None:
     assert short(value) == text
 

@@ -18,7 +18,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,18 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not answer /healthz within 30 s")
 
 
+@contextmanager
+def running_app() -> Iterator[int]:
+    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port."""
+    port = free_port()
+    server = start_server(port)
+    try:
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
     conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
     response = conn.getresponse()
@@ -150,9 +163,7 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
-    try:
+    with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
@@ -170,9 +181,6 @@ def main() -> None:
                 f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
             )
         conn.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

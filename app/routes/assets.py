@@ -2,7 +2,8 @@
 
 plotly.js comes from the plotly package and Swagger UI (the API docs at /docs) from
 swagger-ui-bundle-v2. Nothing is loaded from a CDN and no copy of either lives in the
-repository.
+repository. Files under /static get the same year-long caching when their URL carries a
+content hash.
 """
 
 import gzip
@@ -12,7 +13,9 @@ from importlib.resources.abc import Traversable
 
 import plotly
 from fastapi import APIRouter, Request
+from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
+from starlette.types import Scope
 from swagger_ui_bundle import swagger_ui_path
 
 router = APIRouter(include_in_schema=False)
@@ -50,3 +53,14 @@ def serve(url: str, media_type: str) -> None:
 
 for _url, (_, _media_type) in FILES.items():
     serve(_url, _media_type)
+
+
+class VersionedStaticFiles(StaticFiles):
+    """/static files; a URL carrying its content hash (?v=…, from `static_url`) never changes,
+    so browsers may keep it for a year without asking again."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code == 200 and b"v=" in scope.get("query_string", b""):
+            response.headers["Cache-Control"] = ONE_YEAR
+        return response

@@ -8,8 +8,11 @@ one request at a time over one keep-alive connection, reading the whole response
     .venv/bin/python bench/bench_api.py
 """
 
-import http.client
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
+
+import http.client
 import socket
 import statistics
 import subprocess
@@ -162,7 +165,9 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 def main() -> None:
     with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
+        print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
         print(f"{header} {'HTTP/floor':>10}")
         for n, d, repeats in CASES:

@@ -87,3 +87,9 @@ def repeated_token_gaps(tokens: list[str], rows: np.ndarray) -> list[dict[str, o
         for t, ps in positions.items()
         if len(ps) > 1
     ]
+
+
+def shuffle_order(n: int, seed: int = 0) -> np.ndarray:
+    """A seeded reordering of 0 … n−1 that moves at least one token whenever n > 1."""
+    perm = np.random.default_rng(seed).permutation(n)
+    return perm[::-1].copy() if n > 1 and np.array_equal(perm, np.arange(n)) else perm

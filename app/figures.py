@@ -75,3 +75,58 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
+    """A heatmap made small for side-by-side comparison: short title, no colour bar or
+    cell labels (the full-size figure and its table carry the numbers)."""
+    trace = {k: v for k, v in fig["data"][0].items() if k not in ("text", "texttemplate")}
+    trace["showscale"] = False
+    layout = {
+        **fig["layout"],
+        "title": {"text": title, "font": {"size": 13}},
+        "xaxis": {**fig["layout"]["xaxis"], "title": {"text": ""}, "showticklabels": False},
+        "yaxis": {**fig["layout"]["yaxis"], "title": {"text": ""}, "showticklabels": False},
+        "margin": {"l": 8, "r": 8, "t": 30, "b": 8},
+        "height": 170,
+    }
+    return {"data": [trace], "layout": layout}
+
+
+def lines(
+    x: Sequence[float],
+    series: Sequence[tuple[str, Sequence[float]]],
+    title: str,
+    x_title: str,
+    y_title: str,
+    log_x: bool = False,
+    log_y: bool = False,
+) -> dict[str, Any]:
+    """Curves against one x axis, markers on the measured points; the first series solid,
+    the others dashed, so they differ by more than colour."""
+    dashes = ("solid", "dash", "dot", "dashdot")
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": name,
+            "x": list(x),
+            "y": [float(v) for v in values],
+            "line": {"dash": dashes[i % len(dashes)]},
+        }
+        for i, (name, values) in enumerate(series)
+    ]
+    axis_x: dict[str, Any] = {"title": {"text": x_title}, "type": "log" if log_x else "linear"}
+    if log_x:
+        axis_x.update(tickvals=list(x), ticktext=[f"{v:g}" for v in x])
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": title},
+            "xaxis": axis_x,
+            "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+            "legend": {"orientation": "h", "y": -0.25},
+            "margin": {"l": 60, "r": 10, "t": 50, "b": 10},
+            "height": 300,
+        },
+    }

@@ -5,6 +5,7 @@ server's limits, runs the pure math, and lays the result out under the field nam
 shared/API.md. Values stay numpy arrays: orjson writes them, templates format them.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from app import attention as att
 from app import heads as mh
+from app import positional as pos
 from app.config import Settings
 from app.cost import kv_cache_bytes_per_token
 from app.errors import InputError
@@ -300,4 +302,49 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
             "this": kv_cache_bytes_per_token(1, g, d_head, KV_BYTES_PER_ELEMENT),
             "multi_head": kv_cache_bytes_per_token(1, h, d_head, KV_BYTES_PER_ELEMENT),
         },
+    }
+
+
+# ---------------------------------------------------------------- position, made visible
+
+
+def shuffled_mask(mask: MaskSpec, perm: np.ndarray) -> MaskSpec:
+    """The mask's per-token parts travel with their tokens; causal and window stay put,
+    because they are defined by position."""
+    update: dict[str, Any] = {}
+    if mask.padding is not None:
+        update["padding"] = [mask.padding[p] for p in perm]
+    if mask.allowed is not None:
+        update["allowed"] = np.asarray(mask.allowed)[np.ix_(perm, perm)].tolist()
+    return mask.model_copy(update=update)
+
+
+def position_demo(
+    req: SequenceRequest,
+    result: dict[str, Any],
+    compute: Callable[[Any, Settings], dict[str, Any]],
+    settings: Settings,
+) -> dict[str, Any]:
+    """Shuffle the tokens (with their x rows and the same weights), compute again, and
+    measure whether the output rows are merely the old rows shuffled the same way; also
+    whether repeated tokens got identical output rows."""
+    tokens = result["tokens"]
+    perm = pos.shuffle_order(len(tokens), req.seed)
+    update: dict[str, Any] = {
+        "tokens": [tokens[p] for p in perm],
+        "x": result["x"][perm].tolist(),
+        "mask": shuffled_mask(req.mask, perm),
+    }
+    update |= {w: result[w].tolist() for w in ("w_q", "w_k", "w_v", "w_o") if w in result}
+    shuffled = compute(req.model_copy(update=update), settings)
+    gap = pos.permutation_gap(result["output"], shuffled["output"], perm)
+    return {
+        "order": perm.tolist(),
+        "tokens": update["tokens"],
+        "output": shuffled["output"],
+        "expected": result["output"][perm],
+        "gap": gap,
+        "equivariant": gap < 1e-9,
+        "position_in_mask": bool(req.mask.causal or req.mask.window is not None),
+        "repeats": pos.repeated_token_gaps(tokens, result["output"]),
     }

@@ -31,10 +31,10 @@ class MultiHeadStages:
     heads: list[HeadStages]  # h of them
     kv_head: list[int]  # h entries: the key/value head each query head used
     concat: np.ndarray  # (n, h·d_v)
-    output: np.ndarray  # (n, d_model) concat · W_O
+    output: np.ndarray | None  # (n, d_model) concat · W_O, when W_O is given
 
 
-def attention_heads(
+def multi_head_attention(
     x: np.ndarray,
     w_q: np.ndarray,
     w_k: np.ndarray,
@@ -42,11 +42,12 @@ def attention_heads(
     allowed: np.ndarray,
     scale: bool = True,
     positional: Positional = "none",
-) -> tuple[np.ndarray, list[HeadStages], list[int]]:
-    """h query heads over g key/value heads: (x_in, each head's stages, each head's kv head).
+    w_o: np.ndarray | None = None,
+) -> MultiHeadStages:
+    """h query heads over g key/value heads, side by side in head order, then W_O.
 
-    w_q is (h, d_model, d_k), w_k is (g, d_model, d_k), w_v is (g, d_model, d_v).
-    With h = g = 1 this is one head, as /api/attention computes it.
+    w_q is (h, d_model, d_k), w_k is (g, d_model, d_k), w_v is (g, d_model, d_v), w_o is
+    (h·d_v, d_model). With h = g = 1 and no W_O this is one head, as /api/attention has it.
     """
     h, g = len(w_q), len(w_k)
     x_in = add_position(x, positional)  # (n, d_model)
@@ -57,20 +58,5 @@ def attention_heads(
         attend(rotate(x_in @ w_q[i], positional), k[kv[i]], v[kv[i]], allowed, scale)
         for i in range(h)
     ]
-    return x_in, stages, kv
-
-
-def multi_head_attention(
-    x: np.ndarray,
-    w_q: np.ndarray,
-    w_k: np.ndarray,
-    w_v: np.ndarray,
-    w_o: np.ndarray,
-    allowed: np.ndarray,
-    scale: bool = True,
-    positional: Positional = "none",
-) -> MultiHeadStages:
-    """All heads, their outputs side by side in head order, projected back by W_O."""
-    x_in, stages, kv = attention_heads(x, w_q, w_k, w_v, allowed, scale, positional)
     concat = np.concatenate([s.output for s in stages], axis=-1)  # (n, h·d_v)
-    return MultiHeadStages(x_in, stages, kv, concat, concat @ w_o)
+    return MultiHeadStages(x_in, stages, kv, concat, None if w_o is None else concat @ w_o)

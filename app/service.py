@@ -167,7 +167,7 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
     """The whole /api/attention result."""
     inputs = resolve_inputs(req, settings)
     allowed = mask_of(inputs.mask, inputs.n)
-    x_in, (stages,), _ = mh.attention_heads(
+    heads = mh.multi_head_attention(
         inputs.x,
         inputs.w_q[None],
         inputs.w_k[None],
@@ -176,6 +176,7 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         inputs.scale,
         inputs.positional,
     )
+    stages = heads.heads[0]
     return {
         "tokens": inputs.tokens,
         "d_model": inputs.x.shape[1],
@@ -184,7 +185,7 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         "scale_factor": stages.scale_factor,
         "positional": inputs.positional,
         "x": inputs.x,
-        "x_positioned": x_in,
+        "x_positioned": heads.x_in,
         "w_q": inputs.w_q,
         "w_k": inputs.w_k,
         "w_v": inputs.w_v,
@@ -276,7 +277,7 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
     w_o = _output_projection(req, h * d_head, d_model)
 
     allowed = mask_of(req.mask, n)
-    stages = mh.multi_head_attention(x, w_q, w_k, w_v, w_o, allowed, req.scale, req.positional)
+    stages = mh.multi_head_attention(x, w_q, w_k, w_v, allowed, req.scale, req.positional, w_o)
     return {
         "tokens": tokens,
         "d_model": d_model,

@@ -130,13 +130,15 @@ def test_kv_head_of_groups_consecutive_query_heads() -> None:
 
 def test_one_head_without_position_is_the_single_head_engine() -> None:
     rng = np.random.default_rng(0)
-    x, w_q, w_k, w_v = rng.standard_normal((4, 5, 3))[:, :5]
-    w_q, w_k, w_v = (w[:3, :] for w in (w_q, w_k, w_v))
     x = rng.standard_normal((5, 3))
+    w_q, w_k, w_v = rng.standard_normal((3, 3, 2))
     allowed = build_mask(5, causal=True)
-    _, (head,), kv = mh.attention_heads(x, w_q[None], w_k[None], w_v[None], allowed)
+    result = mh.multi_head_attention(x, w_q[None], w_k[None], w_v[None], allowed)
+    (head,), kv = result.heads, result.kv_head
     single = attention_head(x, w_q, w_k, w_v, allowed)
     assert kv == [0]
+    assert result.output is None
+    np.testing.assert_array_equal(result.concat, head.output)
     np.testing.assert_array_equal(head.weights, single.weights)
     np.testing.assert_array_equal(head.output, single.output)
 
@@ -150,7 +152,7 @@ def test_query_heads_of_one_group_share_keys_and_values() -> None:
         rng.standard_normal((2, 6, 2)),
     )
     w_o = rng.standard_normal((12, 6))
-    result = mh.multi_head_attention(x, w_q, w_k, w_v, w_o, build_mask(4), positional="rope")
+    result = mh.multi_head_attention(x, w_q, w_k, w_v, build_mask(4), positional="rope", w_o=w_o)
     assert result.kv_head == [0, 0, 0, 1, 1, 1]
     for i in (1, 2):
         assert result.heads[i].k is result.heads[0].k

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from app import positional as pos
 from app.attention import build_mask
-from app.heads import attention_heads
+from app.heads import multi_head_attention
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,7 @@ def test_rope_dot_product_depends_only_on_the_offset(half: int, seed: int) -> No
 def _one_head(x: np.ndarray, allowed: np.ndarray, kind: pos.Positional) -> np.ndarray:
     rng = np.random.default_rng(7)
     w = rng.standard_normal((3, 1, x.shape[1], 4))  # w_q, w_k, w_v for one head
-    return attention_heads(x, w[0], w[1], w[2], allowed, True, kind)[1][0].output
+    return multi_head_attention(x, w[0], w[1], w[2], allowed, True, kind).heads[0].output
 
 
 @pytest.mark.parametrize(

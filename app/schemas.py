@@ -13,12 +13,14 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from app.attention import WORKED_TOKENS
 from app.errors import InputError
 from app.positional import KINDS, Positional
 
@@ -40,13 +42,34 @@ HeadCount = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_HEADS)]
 Tensor = Annotated[list[Matrix], Field(min_length=1, max_length=HARD_MAX_HEADS)]
 
 
-def _fail(kind: str, message: str) -> PydanticCustomError:
-    return PydanticCustomError(kind, message)
+def _fail(loc: str | tuple[str | int, ...], kind: str, message: str) -> ValidationError:
+    """A problem found by comparing fields, reported at the field to fix (`loc`, as pydantic
+    reports its own errors), not at the whole body. Raised inside a validator, pydantic keeps it."""
+    line = InitErrorDetails(
+        type=PydanticCustomError(kind, message),
+        loc=(loc,) if isinstance(loc, str) else loc,
+        input=None,
+    )
+    return ValidationError.from_exception_data("AttentionRequest", [line])
+
+
+def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:
+    """The common row length of a matrix, or a clear error at the ragged row (`loc` + (i,))."""
+    width = len(matrix[0])
+    for i, row in enumerate(matrix):
+        if len(row) != width:
+            raise _fail(
+                (*(loc or (name,)), i),
+                "ragged_matrix",
+                f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
+                "every row of a matrix needs the same length",
+            )
+    return width
 
 
 def _positional_kind(value: object) -> object:
     if value not in KINDS:
-        raise _fail(
+        raise PydanticCustomError(
             "positional_kind",
             f"positional is {value!r} but must be one of {', '.join(KINDS)}; "
             "none leaves order out, sinusoidal adds it to x, rope rotates q and k",
@@ -55,19 +78,6 @@ def _positional_kind(value: object) -> object:
 
 
 PositionalKind = Annotated[Positional, BeforeValidator(_positional_kind)]
-
-
-def matrix_width(name: str, matrix: list[list[float]]) -> int:
-    """The common row length of a matrix, or a clear error naming the ragged row."""
-    width = len(matrix[0])
-    for i, row in enumerate(matrix):
-        if len(row) != width:
-            raise _fail(
-                "ragged_matrix",
-                f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
-                "every row of a matrix needs the same length",
-            )
-    return width
 
 
 class MaskSpec(BaseModel):
@@ -121,22 +131,37 @@ class SequenceRequest(BaseModel):
         "rope (q and k rows rotated by position after the projections).",
     )
 
-    def x_width(self) -> int | None:
-        """d_model as far as the request says it; checks x against the tokens and d_model."""
-        x_width = matrix_width("x", self.x) if self.x is not None else None
-        if self.x is not None and self.tokens is not None and len(self.x) != len(self.tokens):
-            raise _fail(
-                "shape_mismatch",
-                f"x has {len(self.x)} rows but there are {len(self.tokens)} tokens; "
-                "give one row per token",
+    def first_given(self, names: tuple[str, ...], default: str = "") -> str:
+        """The first of these fields the request gives (the one that fixes a width)."""
+        return next((name for name in names if getattr(self, name) is not None), default)
+
+    def given_d_model(self) -> int | None:
+        """d_model as x's width or the d_model field fixes it (subclasses add their own)."""
+        return len(self.x[0]) if self.x is not None else self.d_model
+
+    def _check_x(self) -> None:
+        if self.x is None:
+            return
+        width = matrix_width("x", self.x)
+        n = len(self.tokens or WORKED_TOKENS)
+        if len(self.x) != n:
+            given = (
+                f"there are {n} tokens"
+                if self.tokens is not None
+                else f"tokens was left out, so the worked example's {n} tokens are used"
             )
-        if x_width is not None and self.d_model is not None and x_width != self.d_model:
             raise _fail(
+                "x",
                 "shape_mismatch",
-                f"d_model is {self.d_model} but each x row has {x_width} numbers; "
+                f"x has {len(self.x)} rows but {given}; give one row of x per token",
+            )
+        if self.d_model is not None and width != self.d_model:
+            raise _fail(
+                "d_model",
+                "shape_mismatch",
+                f"d_model is {self.d_model} but each x row has {width} numbers; "
                 "leave d_model out or make them agree",
             )
-        return x_width or self.d_model
 
 
 class AttentionRequest(SequenceRequest):
@@ -157,39 +182,52 @@ class AttentionRequest(SequenceRequest):
 
     @model_validator(mode="after")
     def shapes_agree(self) -> "AttentionRequest":
-        d_model = self.x_width()
-        widths: dict[str, int] = {}
+        """x, d_model and the projections must fit together; each error names the field to fix."""
+        self._check_x()
+        d_model, d_k = self.given_d_model(), self.given_d_k()
         for name in ("w_q", "w_k", "w_v"):
             w = getattr(self, name)
             if w is None:
                 continue
-            widths[name] = matrix_width(name, w)
-            if d_model is not None and len(w) != d_model:
+            width = matrix_width(name, w)
+            if len(w) != d_model:
                 raise _fail(
+                    name,
                     "shape_mismatch",
-                    f"{name} has {len(w)} rows but each x row has {d_model} numbers "
-                    f"(d_model = {d_model}); {name} needs one row per input number",
+                    f"{name} has {len(w)} rows but {self._d_model_source()} "
+                    f"(d_model = {d_model}); {name} needs one row per number of an x row",
                 )
-            d_model = d_model or len(w)
-        _check_width("w_q", widths.get("w_q"), "d_k", self.d_k)
-        _check_width("w_k", widths.get("w_k"), "d_k", self.d_k)
-        _check_width("w_v", widths.get("w_v"), "d_v", self.d_v)
-        if "w_q" in widths and "w_k" in widths and widths["w_q"] != widths["w_k"]:
-            raise _fail(
-                "shape_mismatch",
-                f"w_q has {widths['w_q']} columns but w_k has {widths['w_k']}; queries and "
-                "keys need the same width d_k so that Q·Kᵀ is defined",
-            )
+            expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
+            if expected is not None and width != expected:
+                source = self.first_given(("d_k", "w_q")) if label == "d_k" else "d_v"
+                fix = (
+                    f"leave {label} out or make them agree"
+                    if source == label
+                    else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
+                )
+                said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
+                raise _fail(name, "shape_mismatch", f"{name} has {width} columns but {said}; {fix}")
         return self
 
+    def _d_model_source(self) -> str:
+        """Which field fixes d_model, in words for a message."""
+        source = self.first_given(("x", "d_model", "w_q", "w_k", "w_v"))
+        if source == "x":
+            return f"each x row has {self.given_d_model()} numbers"
+        if source == "d_model":
+            return f"d_model is {self.d_model}"
+        return f"{source} has {self.given_d_model()} rows"
 
-def _check_width(name: str, width: int | None, label: str, expected: int | None) -> None:
-    if width is not None and expected is not None and width != expected:
-        raise _fail(
-            "shape_mismatch",
-            f"{label} is {expected} but {name} has {width} columns; leave {label} out "
-            "or make them agree",
-        )
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        rows = (len(w) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        return super().given_d_model() or next(rows, None)
+
+    def given_d_k(self) -> int | None:
+        """d_k as the request fixes it: d_k, or the columns of W_Q or W_K."""
+        if self.d_k is not None:
+            return self.d_k
+        return next((len(w[0]) for w in (self.w_q, self.w_k) if w is not None), None)
 
 
 HEADS_EXAMPLE_REQUEST: dict[str, Any] = {
@@ -228,27 +266,48 @@ class HeadsRequest(SequenceRequest):
     @classmethod
     def matrices_not_ragged(cls, value: list[Matrix] | None, info: ValidationInfo) -> Any:
         for i, matrix in enumerate(value or []):
-            matrix_width(f"{info.field_name}[{i}]", matrix)
+            matrix_width(f"{info.field_name}[{i}]", matrix, (i,))  # pydantic adds the field
         return value
+
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        rows = (len(w[0]) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        fixed = super().given_d_model() or next(rows, None)
+        return fixed or (len(self.w_o[0]) if self.w_o is not None else None)
 
     @model_validator(mode="after")
     def heads_agree(self) -> "HeadsRequest":
-        self.x_width()
+        self._check_x()
         if self.w_o is not None:
             matrix_width("w_o", self.w_o)
         return self
 
 
-def check_limits(n: int, widths: dict[str, int], max_tokens: int, max_width: int) -> None:
-    """The limits set for this server (settings), applied after defaults are filled in."""
+def check_limits(
+    n: int,
+    widths: dict[str, int],
+    max_tokens: int,
+    max_width: int,
+    fields: dict[str, str] | None = None,
+) -> None:
+    """The limits set for this server (settings), applied after defaults are filled in.
+
+    `widths` maps d_model, d_k, … to their values; `fields` says which request field set each
+    one (x sets d_model, for example), so the error points at the field to change.
+    """
     if n > max_tokens:
         raise InputError(
-            ("tokens",), f"there are {n} tokens but this server allows at most {max_tokens}"
+            ("tokens",),
+            f"tokens has {n} labels but this server allows at most {max_tokens}; send fewer tokens",
         )
-    for name, width in widths.items():
+    for label, width in widths.items():
         if width > max_width:
+            field = (fields or {}).get(label, label)
+            said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
             raise InputError(
-                (name,), f"{name} is {width} wide but this server allows at most {max_width}"
+                (field,),
+                f"{said} but this server allows widths up to {max_width}; "
+                + (f"use a smaller {label}" if field == label else f"make {field} narrower"),
             )
 
 
@@ -262,13 +321,19 @@ def check_mask(mask: MaskSpec, n: int) -> None:
         )
     if mask.allowed is not None:
         rows = mask.allowed
-        bad = [i for i, row in enumerate(rows) if len(row) != n]
-        if len(rows) != n or bad:
-            shape = f"row {bad[0]} has {len(rows[bad[0]])} flags" if bad else f"{len(rows)} rows"
+        if len(rows) != n:
             raise InputError(
                 ("mask", "allowed"),
-                f"mask.allowed must be {n} × {n} (one row and one column per token) but {shape}",
+                f"mask.allowed has {len(rows)} rows but there are {n} tokens; it must be "
+                f"{n} × {n}, one row and one column per token",
             )
+        for i, row in enumerate(rows):
+            if len(row) != n:
+                raise InputError(
+                    ("mask", "allowed", i),
+                    f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
+                    f"it must be {n} × {n}, one row and one column per token",
+                )
 
 
 # ---------------------------------------------------------------- responses

@@ -56,14 +56,17 @@ def _is_worked_example(req: SequenceRequest, tokens: list[str]) -> bool:
     return (
         tuple(tokens) == att.WORKED_TOKENS
         and req.seed == 0
-        and req.d_model in (None, 2)
+        and req.given_d_model() in (None, att.WORKED_X.shape[1])
         and (req.x is None or np.array_equal(req.x, att.WORKED_X))
     )
 
 
+WORKED_PROJECTIONS = {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}
+
+
 def resolve_sequence(req: SequenceRequest) -> tuple[list[str], np.ndarray, bool]:
-    """The tokens, their x rows (given, the worked example's, or generated from the text),
-    and whether this is the worked example."""
+    """The tokens, their x rows (given, the worked example's, or generated from the text at
+    the width the request fixes), and whether this is the worked example."""
     tokens = list(req.tokens) if req.tokens is not None else list(att.WORKED_TOKENS)
     worked = _is_worked_example(req, tokens)
     if req.x is not None:
@@ -71,7 +74,7 @@ def resolve_sequence(req: SequenceRequest) -> tuple[list[str], np.ndarray, bool]
     elif worked:
         x = att.WORKED_X.copy()
     else:
-        x = att.token_vectors(tokens, req.d_model or DEFAULT_D_MODEL, req.seed)
+        x = att.token_vectors(tokens, req.given_d_model() or DEFAULT_D_MODEL, req.seed)
     return tokens, x, worked
 
 
@@ -86,34 +89,36 @@ def check_rope(positional: Positional, name: str, width: int) -> None:
 
 
 def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
+    """The request with every default filled in, checked against this server's limits.
+
+    The request model has already checked that the given shapes agree; what is generated
+    here takes its widths from them (d_model from x, d_model or a projection's rows).
+    """
     tokens, x, worked = resolve_sequence(req)
     n, d_model = x.shape
 
-    def projection(given: list[list[float]] | None, name: str, width: int | None) -> np.ndarray:
+    def projection(name: str, width: int | None) -> np.ndarray:
+        given = getattr(req, name)
         if given is not None:
-            w = np.array(given, dtype=float)
-            if w.shape[0] != d_model:
-                raise InputError(
-                    (name,),
-                    f"{name} has {w.shape[0]} rows but each x row has {d_model} numbers "
-                    f"(d_model = {d_model}); {name} needs one row per input number",
-                )
-            return w
-        if worked and width in (None, 2):
-            return {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}[name]
+            return np.array(given, dtype=float)
+        if worked and width in (None, d_model):
+            return WORKED_PROJECTIONS[name].copy()
         return att.random_projection(d_model, width or d_model, req.seed, name)
 
-    given_d_k = req.w_k[0] if req.w_k else (req.w_q[0] if req.w_q else None)
-    d_k = req.d_k or (len(given_d_k) if given_d_k else None)
-    w_q = projection(req.w_q, "w_q", d_k)
-    w_k = projection(req.w_k, "w_k", w_q.shape[1])
-    w_v = projection(req.w_v, "w_v", req.d_v)
+    w_q = projection("w_q", req.given_d_k())
+    w_k = projection("w_k", w_q.shape[1])
+    w_v = projection("w_v", req.d_v)
 
     check_limits(
         n,
         {"d_model": d_model, "d_k": w_q.shape[1], "d_v": w_v.shape[1]},
         settings.max_tokens,
         settings.max_width,
+        fields={
+            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v"), "d_model"),
+            "d_k": req.first_given(("d_k", "w_q", "w_k"), "d_k"),
+            "d_v": req.first_given(("d_v", "w_v"), "d_v"),
+        },
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_k", w_q.shape[1])
@@ -268,7 +273,16 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
         raise InputError(
             ("heads",), f"heads is {h} but this server allows at most {settings.max_heads}"
         )
-    check_limits(n, {"d_model": d_model, "d_head": d_head}, settings.max_tokens, settings.max_width)
+    check_limits(
+        n,
+        {"d_model": d_model, "d_head": d_head},
+        settings.max_tokens,
+        settings.max_width,
+        fields={
+            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v", "w_o"), "d_model"),
+            "d_head": req.first_given(("d_head", "w_q", "w_k", "w_v"), "d_head"),
+        },
+    )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_head", d_head)
     w_q = _projections(req.w_q, "w_q", ("heads", h), d_model, d_head, req.seed)

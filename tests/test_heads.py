@@ -223,6 +223,7 @@ def test_positional_on_the_attention_endpoint_means_the_same(client: TestClient)
 
 
 H, A = "/api/heads", "/api/attention"
+X3 = [[1, 0], [0, 1], [1, 1]]
 
 
 @pytest.mark.parametrize(
@@ -238,13 +239,13 @@ H, A = "/api/heads", "/api/attention"
         (H, {"heads": 2, "w_q": [[[1, 0], [0, 1]]]}, "w_q", "1 matrix but heads is 2"),
         (H, {"heads": 2, "kv_heads": 2, "w_k": [[[1, 0]]]}, "w_k", "1 matrix but kv_heads is 2"),
         (H, {"heads": 1, "w_v": [[[1, 0]], [[1, 0]]]}, "w_v", "2 matrices but kv_heads is 1"),
-        (H, {"heads": 1, "w_q": [[[1, 0]]]}, "w_q", "w_q[0] has 1 rows but each x row has 2"),
+        (H, {"x": X3, "heads": 1, "w_q": [[[1, 0]]]}, "w_q", "w_q[0] has 1 rows but each x"),
         (H, {"heads": 1, "d_head": 3, "w_k": [[[1], [0]]]}, "w_k", "1 columns but d_head is 3"),
         (H, {"heads": 1, "w_q": [[[1], [0, 1]]]}, "w_q", "w_q[0] row 1 has 2 numbers"),
         (H, {"heads": 2, "w_o": [[1, 0]]}, "w_o", "= 4 × 2"),
         (H, {"heads": 17}, "heads", "at most 16"),
-        (H, {"heads": 0}, "heads", "greater than or equal to 1"),
-        (H, {"tokens": ["a"], "x": [[1], [2.0]]}, "x", "give one row per token"),
+        (H, {"heads": 0}, "heads", "at least 1"),
+        (H, {"tokens": ["a"], "x": [[1], [2.0]]}, "x", "give one row of x per token"),
         (H, {"mask": {"padding": [True]}}, "mask", "3 tokens"),
     ],
 )  # fmt: skip

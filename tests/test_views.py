@@ -107,6 +107,6 @@ def test_page_problems_become_messages_not_errors() -> None:
         "positional is rope, which rotates q and k in pairs of numbers, but d_head is 3 (odd); "
         "choose an even d_head or another positional kind"
     ]
-    assert page(heads="many")["errors"][0].startswith("heads:")
+    assert page(heads="many")["errors"][0].startswith("heads must be a whole number")
     assert page(text="   ")["errors"][0].startswith("text is empty")
     assert page(text=" ".join(["w"] * 33))["errors"][0].startswith("text has 33 tokens")

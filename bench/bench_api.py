@@ -137,8 +137,8 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not answer /healthz within 30 s")
 
 
-def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
-    conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
+def post(conn: http.client.HTTPConnection, body: bytes, path: str = "/api/attention") -> bytes:
+    conn.request("POST", path, body, {"Content-Type": "application/json"})
     response = conn.getresponse()
     data = response.read()
     if response.status != 200:

@@ -1,44 +1,40 @@
 """POST /api/heads round trip against its numpy floor, at h = 8, g = 2, n = 128.
 
-Floor: in one process, parse the same request JSON with orjson, compute every head's stages,
-the concatenation and W_O with plain numpy (no FastAPI, no pydantic), serialize the same
-fields with orjson. Round trip: the same request over HTTP to uvicorn on 127.0.0.1
-(stdlib http.client, keep-alive, one request at a time). Prints medians and their ratio;
-not a pass/fail test.
+As bench/bench_api.py does for one head (and with its server and timing helpers): the floor
+parses the same request JSON with orjson, computes every head's stages, the concatenation
+and W_O with plain numpy (no FastAPI, no pydantic) and serializes the same fields with
+orjson; the round trip asks `python -m app` on 127.0.0.1 over one keep-alive connection,
+one request at a time. Prints medians and their ratio; not a pass/fail test.
 
-    .venv/bin/python bench/bench_heads.py [--repeat 20]
+    .venv/bin/python bench/bench_heads.py
 """
 
-import argparse
 import http.client
-import socket
-import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import orjson
+from bench_api import free_port, median_seconds, post, start_server
 
-ROOT = Path(__file__).resolve().parents[1]
-N, HEADS, KV_HEADS, D_MODEL, D_HEAD = 128, 8, 2, 64, 8
+N, HEADS, KV_HEADS, D_MODEL, D_HEAD, REPEATS = 128, 8, 2, 64, 8, 30
 
 
 def request_body() -> bytes:
     rng = np.random.default_rng(0)
-    r = lambda *shape: np.round(rng.standard_normal(shape) / 4, 3).tolist()  # noqa: E731
+
+    def tensor(*shape: int) -> list:
+        return np.round(rng.standard_normal(shape) / 4, 3).tolist()
+
     return orjson.dumps(
         {
             "tokens": [f"t{i % 40}" for i in range(N)],
-            "x": r(N, D_MODEL),
+            "x": tensor(N, D_MODEL),
             "heads": HEADS,
             "kv_heads": KV_HEADS,
             "d_head": D_HEAD,
-            "w_q": r(HEADS, D_MODEL, D_HEAD),
-            "w_k": r(KV_HEADS, D_MODEL, D_HEAD),
-            "w_v": r(KV_HEADS, D_MODEL, D_HEAD),
-            "w_o": r(HEADS * D_HEAD, D_MODEL),
+            "w_q": tensor(HEADS, D_MODEL, D_HEAD),
+            "w_k": tensor(KV_HEADS, D_MODEL, D_HEAD),
+            "w_v": tensor(KV_HEADS, D_MODEL, D_HEAD),
+            "w_o": tensor(HEADS * D_HEAD, D_MODEL),
             "mask": {"causal": True},
             "positional": "rope",
         }
@@ -56,94 +52,53 @@ def rope(m: np.ndarray) -> np.ndarray:
 
 
 def floor(body: bytes) -> bytes:
-    """The least any server must do: parse, compute with numpy, serialize."""
+    """The same request answered with nothing but orjson and plain numpy."""
     req = orjson.loads(body)
-    x = np.array(req["x"])
-    w_q, w_k, w_v = (np.array(req[w]) for w in ("w_q", "w_k", "w_v"))
-    w_o = np.array(req["w_o"])
-    n = len(x)
+    x, w_q, w_k, w_v, w_o = (np.array(req[f]) for f in ("x", "w_q", "w_k", "w_v", "w_o"))
+    n, h, g = len(x), len(w_q), len(w_k)
     allowed = np.tril(np.ones((n, n), dtype=bool))
-    ks = [rope(x @ w) for w in w_k]
-    vs = [x @ w for w in w_v]
+    k = [rope(x @ w) for w in w_k]
+    v = [x @ w for w in w_v]
     heads = []
-    for i in range(len(w_q)):
-        j = i // (len(w_q) // len(w_k))
+    for i in range(h):
+        j = i // (h // g)
         q = rope(x @ w_q[i])
-        scores = q @ ks[j].T
+        scores = q @ k[j].T
         scaled = scores / np.sqrt(q.shape[1])
         masked = np.where(allowed, scaled, -np.inf)
-        e = np.exp(masked - masked.max(axis=1, keepdims=True))
-        weights = e / e.sum(axis=1, keepdims=True)
-        output = weights @ vs[j]
+        exp = np.exp(masked - masked.max(axis=1, keepdims=True))
+        weights = exp / exp.sum(axis=1, keepdims=True)
         heads.append(
-            {"q": q, "k": ks[j], "v": vs[j], "scores": scores, "scaled": scaled,
-             "allowed": allowed, "masked": masked, "weights": weights, "output": output,
-             "empty_rows": [], "kv_head": j}
+            {"q": q, "k": k[j], "v": v[j], "scores": scores, "scaled": scaled,
+             "allowed": allowed, "masked": masked, "weights": weights,
+             "output": weights @ v[j], "empty_rows": [], "kv_head": j}
         )  # fmt: skip
-    concat = np.concatenate([h["output"] for h in heads], axis=1)
-    result = {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "heads": heads,
-              "concat": concat, "output": concat @ w_o}  # fmt: skip
+    concat = np.concatenate([head["output"] for head in heads], axis=1)
+    result = {"tokens": req["tokens"], "x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o,
+              "heads": heads, "concat": concat, "output": concat @ w_o}  # fmt: skip
     return orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def median_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    fn()  # warm up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
-    body = request_body()
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT,
-    )  # fmt: skip
+    server = start_server(port)
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"content-type": "application/json"}
-
-        def round_trip() -> bytes:
-            connection.request("POST", "/api/heads", body=body, headers=headers)
-            response = connection.getresponse()
-            data = response.read()
-            if response.status != 200:
-                raise RuntimeError(f"/api/heads answered {response.status}: {data[:200]!r}")
-            return data
-
-        for _ in range(100):
-            try:
-                size = len(round_trip())
-                break
-            except ConnectionError:
-                connection.close()
-                time.sleep(0.1)
-        floor_ms = median_ms(lambda: floor(body), args.repeat)
-        http_ms = median_ms(round_trip, args.repeat)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = request_body()
+        answer = post(conn, body, "/api/heads")
+        floor_s, http_s = median_seconds(
+            [lambda: floor(body), lambda: post(conn, body, "/api/heads")], REPEATS
+        )
+        conn.close()
     finally:
         server.terminate()
         server.wait(timeout=10)
-    print(f"/api/heads  n={N} h={HEADS} g={KV_HEADS} d_model={D_MODEL} d_head={D_HEAD} rope causal")
-    print(
-        f"request {len(body) / 1e3:.0f} kB, response {size / 1e6:.1f} MB; median of {args.repeat}"
-    )
-    print(f"numpy floor (orjson parse + numpy + orjson dump): {floor_ms:8.1f} ms")
-    print(f"HTTP round trip to uvicorn on 127.0.0.1:          {http_ms:8.1f} ms")
-    print(f"ratio round trip / floor:                         {http_ms / floor_ms:8.2f}×")
+    print(f"POST /api/heads, n={N} h={HEADS} g={KV_HEADS} d_model={D_MODEL} d_head={D_HEAD},")
+    print(f"causal, rope; median of {REPEATS} single requests (uvicorn on :{port})")
+    print(f"request {len(body) / 1e3:.1f} kB, response {len(answer) / 1e6:.2f} MB")
+    print(f"floor (orjson + numpy + orjson) {floor_s * 1e3:7.2f} ms")
+    print(f"HTTP round trip                 {http_s * 1e3:7.2f} ms")
+    print(f"HTTP / floor                    {http_s / floor_s:7.2f}x")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ server's limits, runs the pure math, and lays the result out under the field nam
 shared/API.md. Values stay numpy arrays: orjson writes them, templates format them.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,17 +150,22 @@ def stage_fields(stages: att.HeadStages) -> dict[str, Any]:
     }
 
 
-def query_breakdown(tokens: list[str], stages: att.HeadStages, i: int) -> dict[str, Any]:
-    """One query's row, key by key: dot, scaled, visible, weight, weight × value."""
-    weighted = stages.weights[i][:, None] * stages.v  # (n, d_v)
+def query_breakdown(tokens: list[str], fields: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """One query's row, key by key: dot, scaled, visible, weight, weight × value.
+
+    `fields` holds the stage fields (`stage_fields` of a head, or a result dict)."""
+    scores, scaled, allowed, weights, v = (
+        np.asarray(fields[name]) for name in ("scores", "scaled", "allowed", "weights", "v")
+    )
+    weighted = weights[i][:, None] * v  # (n, d_v)
     rows = [
         {
             "key_index": j,
             "key_token": tokens[j],
-            "dot": float(stages.scores[i, j]),
-            "scaled": float(stages.scaled[i, j]),
-            "visible": bool(stages.allowed[i, j]),
-            "weight": float(stages.weights[i, j]),
+            "dot": float(scores[i, j]),
+            "scaled": float(scaled[i, j]),
+            "visible": bool(allowed[i, j]),
+            "weight": float(weights[i, j]),
             "weighted_value": weighted[j],
         }
         for j in range(len(tokens))
@@ -181,13 +186,13 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         inputs.scale,
         inputs.positional,
     )
-    stages = heads.heads[0]
+    fields = stage_fields(heads.heads[0])
     return {
         "tokens": inputs.tokens,
         "d_model": inputs.x.shape[1],
         "d_k": inputs.w_q.shape[1],
         "d_v": inputs.w_v.shape[1],
-        "scale_factor": stages.scale_factor,
+        "scale_factor": heads.heads[0].scale_factor,
         "positional": inputs.positional,
         "x": inputs.x,
         "x_positioned": heads.x_in,
@@ -195,8 +200,8 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         "w_k": inputs.w_k,
         "w_v": inputs.w_v,
         "mask": inputs.mask.model_dump(exclude_none=True),
-        **stage_fields(stages),
-        "query": query_breakdown(inputs.tokens, stages, inputs.query),
+        **fields,
+        "query": query_breakdown(inputs.tokens, fields, inputs.query),
     }
 
 

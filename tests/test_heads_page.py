@@ -26,7 +26,7 @@ def test_heads_page_shows_the_api_output(client: TestClient) -> None:
     ).json()  # fmt: skip
     np.testing.assert_allclose(table_numbers(html, "output-table"), body["output"], atol=5e-4)
     np.testing.assert_allclose(
-        table_numbers(html, "selected-weights"), body["heads"][0]["weights"], atol=5e-4
+        table_numbers(html, "head-weights-table"), body["heads"][0]["weights"], atol=5e-4
     )
     assert re.search(r'id="kv-this">(\d+)<', html)[1] == str(
         body["kv_cache_bytes_per_token"]["this"]

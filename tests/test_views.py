@@ -54,7 +54,7 @@ def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
 
 def test_every_figure_of_the_page_is_valid_plotly() -> None:
     figures = page(positional="rope")["figures"]
-    for fig in [*figures["thumbs"], *figures["strip"].values()]:
+    for fig in [*figures["thumbs"], *(stage["fig"] for stage in figures["view"]["stages"])]:
         go.Figure(fig)
     for name in ("concat", "w_o", "output"):
         go.Figure(figures[name])

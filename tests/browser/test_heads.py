@@ -41,7 +41,7 @@ def test_heads_page_shows_the_api_numbers_and_is_accessible(page: Page) -> None:
         },
     ).json()  # fmt: skip
     assert cells(page, "output-table") == printed(body["output"])
-    assert cells(page, "selected-weights") == printed(body["heads"][0]["weights"])
+    assert cells(page, "head-weights-table") == printed(body["heads"][0]["weights"])
     expect(page.locator("#kv-this")).to_have_text(str(body["kv_cache_bytes_per_token"]["this"]))
     expect(page.locator("#kv-mha")).to_have_text(
         str(body["kv_cache_bytes_per_token"]["multi_head"])

@@ -380,6 +380,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
         "pattern": pattern,
         "pad": set(state.pad),
         "scale": state.scale,
+        "positional": state.positional,
         "query": int(result["query"]["index"]),
     }
 
@@ -411,6 +412,7 @@ def lab_context(page: LabPage) -> dict[str, Any]:
         "editor": lab_editor(page),
         "presets": PRESETS,
         "cost": cost_panel(n),
+        "demo": page.demo,
         "state_query": page.query,
     }
 

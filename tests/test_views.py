@@ -5,8 +5,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.labstate import LabPage, lab_page
 from app.schemas import AttentionRequest, MaskSpec
 from app.service import compute_attention, position_demo
 from app.views import HeadsForm, gqa_kv_heads, heads_page, snap_kv_heads
@@ -110,3 +112,44 @@ def test_page_problems_become_messages_not_errors() -> None:
     assert page(heads="many")["errors"][0].startswith("heads must be a whole number")
     assert page(text="   ")["errors"][0].startswith("text is empty")
     assert page(text=" ".join(["w"] * 33))["errors"][0].startswith("text has 33 tokens")
+
+
+# ---------------------------------------------------------------- position on the head lab
+
+
+def lab(**params: str) -> LabPage:
+    return lab_page(list(params.items()), Settings())
+
+
+@pytest.mark.parametrize(
+    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
+)
+def test_the_lab_shows_whether_shuffling_changes_the_output(
+    positional: str, equivariant: bool
+) -> None:
+    page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
+    assert page.ok
+    assert page.result["positional"] == positional
+    assert page.demo is not None
+    assert page.demo["equivariant"] is equivariant
+    assert [r["token"] for r in page.demo["repeats"]] == ["the", "cat"]
+    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo["repeats"])
+    assert (("positional", positional) in page.params) is (positional != "none")
+
+
+def test_the_lab_url_keeps_the_positional_setting(client: TestClient) -> None:
+    html = client.get("/?tokens=a+b+a&mask=bidirectional&positional=rope&d_k=2").text
+    assert '<option value="rope" selected>' in html
+    assert 'data-equivariant="no"' in html
+    plain = client.get("/?tokens=a+b+a&mask=bidirectional").text
+    assert 'data-equivariant="yes"' in plain
+    assert "identical output rows" in plain
+
+
+def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
+    assert lab(positional="learned").problems == [
+        "positional: “learned” is not one of none, sinusoidal, rope"
+    ]
+    response = client.get("/?tokens=a+b&d_k=3&positional=rope")
+    assert response.status_code == 422
+    assert "d_k is 3 (odd)" in response.text

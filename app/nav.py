@@ -3,4 +3,5 @@
 NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
     ("/heads", "Heads and position"),
+    ("/cost", "Cost calculator"),
 ]

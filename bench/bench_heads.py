@@ -9,11 +9,15 @@ one request at a time. Prints medians and their ratio; not a pass/fail test.
     .venv/bin/python bench/bench_heads.py
 """
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
+
 import http.client
 
 import numpy as np
 import orjson
-from bench_api import free_port, median_seconds, post, start_server
+from bench_api import median_seconds, post, running_app
 
 N, HEADS, KV_HEADS, D_MODEL, D_HEAD, REPEATS = 128, 8, 2, 64, 8, 30
 
@@ -80,21 +84,18 @@ def floor(body: bytes) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
-    try:
+    body = request_body()
+    with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = request_body()
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         answer = post(conn, body, "/api/heads")
         floor_s, http_s = median_seconds(
             [lambda: floor(body), lambda: post(conn, body, "/api/heads")], REPEATS
         )
         conn.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     print(f"POST /api/heads, n={N} h={HEADS} g={KV_HEADS} d_model={D_MODEL} d_head={D_HEAD},")
     print(f"causal, rope; median of {REPEATS} single requests (uvicorn on :{port})")
+    print(f"load average before: {load} on {os.cpu_count()} CPUs")
     print(f"request {len(body) / 1e3:.1f} kB, response {len(answer) / 1e6:.2f} MB")
     print(f"floor (orjson + numpy + orjson) {floor_s * 1e3:7.2f} ms")
     print(f"HTTP round trip                 {http_s * 1e3:7.2f} ms")

@@ -1,155 +1,104 @@
-"""What the heads page computes for a URL: presets, groups, the shuffle demonstration."""
-
-from typing import Any
+"""The stage view: hover arithmetic written on the server, figures plotly accepts, tables."""
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from fastapi.testclient import TestClient
 
 from app.config import Settings
-from app.labstate import LabPage, lab_page
-from app.schemas import AttentionRequest, MaskSpec
-from app.service import compute_attention, position_demo
-from app.views import HeadsForm, gqa_kv_heads, heads_page, snap_kv_heads
+from app.schemas import AttentionRequest
+from app.service import compute_attention
+from app.views import head_stages, short, stages_csv
+
+SETTINGS = Settings()
 
 
-def page(**params: Any) -> dict[str, Any]:
-    return heads_page({k: str(v) for k, v in params.items()}, Settings())
+@pytest.fixture(scope="module")
+def worked() -> dict:
+    return head_stages(compute_attention(AttentionRequest(), SETTINGS))
+
+
+def stage(view: dict, name: str) -> dict:
+    return next(s for s in view["stages"] if s["name"] == name)
+
+
+def hover(view: dict, name: str, i: int, j: int) -> str:
+    return stage(view, name)["fig"]["data"][0]["customdata"][i][j]
 
 
 @pytest.mark.parametrize(
-    ("heads", "expected"), [(1, None), (2, None), (4, 2), (8, 2), (9, 3), (7, None)]
-)
-def test_gqa_preset_uses_the_fewest_groups_above_one(heads: int, expected: int | None) -> None:
-    assert gqa_kv_heads(heads) == expected
-
-
-@pytest.mark.parametrize(
-    ("heads", "kv_heads", "preset", "expected", "noted"),
+    ("name", "i", "j", "text"),
     [
-        (8, 2, "mha", 8, False),
-        (8, 8, "gqa", 2, False),
-        (8, 2, "mqa", 1, False),
-        (6, 4, None, 3, True),  # 4 does not divide 6: the nearest divisor below
-        (4, 9, None, 4, True),
-        (4, 2, None, 2, False),
+        ("scores", 1, 0, "q_cat · k_The = 0×0.5 + 1×1 = 1.000"),
+        ("scaled", 1, 0, "q_cat · k_The = 0×0.5 + 1×1 = 1.000, ÷ √2 = 0.707"),
+        ("masked", 1, 0, "cat → The: 0.707 + 0 = 0.707 (visible)"),
+        ("masked", 1, 2, "cat → sleeps: 0.707 + (−∞) = −∞ (hidden by the mask)"),
+        ("weights", 1, 0, "cat → The: e^0.707 / (e^0.707 + e^0.000) = 0.670"),
+        ("weights", 1, 2, "cat → sleeps: hidden key, weight 0"),
+        ("weighted", 0, 1, "0.670 × v_The[1] = 0.670 × (−1) = −0.670"),
+        ("output", 1, 0, "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835"),
     ],
 )
-def test_presets_and_divisors(
-    heads: int, kv_heads: int, preset: str | None, expected: int, noted: bool
-) -> None:
-    form, note = snap_kv_heads(HeadsForm(heads=heads, kv_heads=kv_heads, preset=preset))
-    assert form.kv_heads == expected
-    assert heads % form.kv_heads == 0
-    assert (note is not None) is noted
-    assert "preset" not in form.params()
+def test_hover_shows_the_cells_arithmetic(worked: dict, name: str, i: int, j: int, text: str):
+    assert hover(worked, name, i, j) == text
 
 
-def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
-    context = page(heads=8, kv_heads=2)
-    assert context["groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert [s["kv_head"] for s in context["result"]["heads"]] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert len(context["figures"]["thumbs"]) == 8
-    assert "head=5" in context["head_urls"][5]
+@pytest.mark.parametrize("name", ["scores", "scaled", "masked", "weights", "weighted", "output"])
+def test_every_figure_is_a_valid_plotly_figure(worked: dict, name: str) -> None:
+    go.Figure(stage(worked, name)["fig"])
 
 
-def test_every_figure_of_the_page_is_valid_plotly() -> None:
-    figures = page(positional="rope")["figures"]
-    for fig in [*figures["thumbs"], *(stage["fig"] for stage in figures["view"]["stages"])]:
-        go.Figure(fig)
-    for name in ("concat", "w_o", "output"):
-        go.Figure(figures[name])
+def test_hidden_cells_are_gaps_labelled_minus_infinity(worked: dict) -> None:
+    trace = stage(worked, "masked")["fig"]["data"][0]
+    assert np.isnan(trace["z"][1][2])
+    assert trace["text"][1][2] == "−∞"
+    weights = stage(worked, "weights")["fig"]["data"][0]
+    assert np.isnan(weights["z"][1][2])
+    assert weights["text"][1][2] == "0"
 
 
-def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
-    context = page(text="the cat sat on the mat", mask="bidirectional", positional="none")
-    demo, result = context["demo"], context["result"]
-    assert demo["equivariant"]
-    assert demo["gap"] < 1e-9
-    assert sorted(demo["order"]) == list(range(6)) != demo["order"]
-    # the shuffled output row of each token is that token's old row
-    for j, p in enumerate(demo["order"]):
-        np.testing.assert_allclose(demo["output"][j], result["output"][p], atol=1e-9)
-    (the,) = demo["repeats"]
-    assert (the["token"], the["positions"], the["gap"]) == ("the", [0, 4], 0.0)
+def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: dict) -> None:
+    assert stage(worked, "weights")["fig"]["data"][0]["colorscale"] == "Viridis"
+    for name in ("scores", "scaled", "masked", "weighted", "output"):
+        trace = stage(worked, name)["fig"]["data"][0]
+        assert (trace["colorscale"], trace["zmid"]) == ("RdBu", 0.0)
 
 
-@pytest.mark.parametrize(
-    ("positional", "mask"),
-    [("sinusoidal", "bidirectional"), ("rope", "bidirectional"), ("none", "causal")],
-)
-def test_position_information_breaks_the_symmetry(positional: str, mask: str) -> None:
-    demo = page(text="the cat sat on the mat", mask=mask, positional=positional)["demo"]
-    assert not demo["equivariant"]
-    assert demo["gap"] > 1e-3
-    assert demo["repeats"][0]["gap"] > 1e-3  # the two "the" now differ
-    assert demo["position_in_mask"] is (mask == "causal")
+def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) -> None:
+    table = stage(worked, "weighted")["table"]
+    assert np.round(table["matrix"], 2).tolist() == [[0.67, -0.67], [0.17, 0.33], [0.0, 0.0]]
+    assert table["row_labels"] == ["The", "cat", "sleeps"]
+    assert worked["weight_sum"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(
-    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
-)
-def test_shuffle_demo_for_one_head_as_the_lab_computes_it(
-    positional: str, equivariant: bool
-) -> None:
-    req = AttentionRequest(
-        tokens=["a", "b", "a", "c"],
-        mask=MaskSpec(padding=[False, False, False, True]),
-        positional=positional,
-    )
-    result = compute_attention(req, Settings())
-    demo = position_demo(req, result, compute_attention, Settings())
-    assert demo["equivariant"] is equivariant
-    assert (demo["repeats"][0]["gap"] < 1e-12) is equivariant
+def test_a_result_without_a_breakdown_gets_one(worked: dict) -> None:
+    """Other pages (several heads, a real model) pass stage fields without `query`."""
+    result = {k: v for k, v in worked["result"].items() if k != "query"}
+    view = head_stages(result, query_index=0)
+    assert view["query"]["token"] == "The"
+    assert [round(r["weight"], 3) for r in view["query"]["rows"]] == [1.0, 0.0, 0.0]
 
 
-def test_page_problems_become_messages_not_errors() -> None:
-    assert page(d_head=3, positional="rope")["errors"] == [
-        "positional is rope, which rotates q and k in pairs of numbers, but d_head is 3 (odd); "
-        "choose an even d_head or another positional kind"
-    ]
-    assert page(heads="many")["errors"][0].startswith("heads must be a whole number")
-    assert page(text="   ")["errors"][0].startswith("text is empty")
-    assert page(text=" ".join(["w"] * 33))["errors"][0].startswith("text has 33 tokens")
+def test_large_sequences_skip_hover_and_full_tables() -> None:
+    tokens = [f"t{i}" for i in range(40)]
+    view = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
+    assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
+    assert "text" not in stage(view, "scores")["fig"]["data"][0]
+    assert len(stage(view, "weights")["table"]["matrix"]) == 1  # the selected query's row
 
 
-# ---------------------------------------------------------------- position on the head lab
+def test_markup_in_labels_reaches_plotly_as_entities() -> None:
+    result = compute_attention(AttentionRequest(tokens=["<b>x</b>", "&"]), SETTINGS)
+    trace = stage(head_stages(result), "scores")["fig"]["data"][0]
+    assert trace["x"] == ["&lt;b&gt;x&lt;/b&gt;", "&amp;"]
+    assert trace["customdata"][0][1].startswith("q_&lt;b&gt;x&lt;/b&gt; · k_&amp;")
 
 
-def lab(**params: str) -> LabPage:
-    return lab_page(list(params.items()), Settings())
+@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
+def test_short_factors(value: float, text: str) -> None:
+    assert short(value) == text
 
 
-@pytest.mark.parametrize(
-    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
-)
-def test_the_lab_shows_whether_shuffling_changes_the_output(
-    positional: str, equivariant: bool
-) -> None:
-    page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
-    assert page.ok
-    assert page.result["positional"] == positional
-    assert page.demo is not None
-    assert page.demo["equivariant"] is equivariant
-    assert [r["token"] for r in page.demo["repeats"]] == ["the", "cat"]
-    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo["repeats"])
-    assert (("positional", positional) in page.params) is (positional != "none")
-
-
-def test_the_lab_url_keeps_the_positional_setting(client: TestClient) -> None:
-    html = client.get("/?tokens=a+b+a&mask=bidirectional&positional=rope&d_k=2").text
-    assert '<option value="rope" selected>' in html
-    assert 'data-equivariant="no"' in html
-    plain = client.get("/?tokens=a+b+a&mask=bidirectional").text
-    assert 'data-equivariant="yes"' in plain
-    assert "identical output rows" in plain
-
-
-def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
-    assert lab(positional="learned").problems == [
-        "positional: “learned” is not one of none, sinusoidal, rope"
-    ]
-    response = client.get("/?tokens=a+b&d_k=3&positional=rope")
-    assert response.status_code == 422
-    assert "d_k is 3 (odd)" in response.text
+def test_csv_rows_count_every_cell(worked: dict) -> None:
+    lines = stages_csv(worked["result"]).splitlines()
+    # x 3×2, three 2×2 projections, q k v 3×2 each, five 3×3 stages, weighted and output 3×2
+    assert len(lines) - 1 == 6 + 3 * 4 + 3 * 6 + 5 * 9 + 6 + 6

@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
 
@@ -42,11 +43,13 @@ def test_heads_page_chooses_a_head_from_the_url(client: TestClient) -> None:
     assert 'aria-current="true">Open head 3' in html
 
 
-def test_heads_page_says_whether_shuffling_changes_anything(client: TestClient) -> None:
-    plain = client.get("/heads?positional=none&mask=bidirectional").text
+@pytest.mark.parametrize("path", ["/heads?", "/?tokens=the+cat+saw+the+cat&d_k=2&"])
+def test_pages_say_whether_shuffling_changes_anything(client: TestClient, path: str) -> None:
+    plain = client.get(f"{path}positional=none&mask=bidirectional").text
     assert 'data-equivariant="yes"' in plain
     assert "identical output rows" in plain
-    rope = client.get("/heads?positional=rope&mask=bidirectional").text
+    rope = client.get(f"{path}positional=rope&mask=bidirectional").text
+    assert '<option value="rope" selected>' in rope
     assert 'data-equivariant="no"' in rope
     assert "with rope position information" in rope
 

@@ -137,15 +137,6 @@ def test_the_lab_shows_whether_shuffling_changes_the_output(
     assert (("positional", positional) in page.params) is (positional != "none")
 
 
-def test_the_lab_url_keeps_the_positional_setting(client: TestClient) -> None:
-    html = client.get("/?tokens=a+b+a&mask=bidirectional&positional=rope&d_k=2").text
-    assert '<option value="rope" selected>' in html
-    assert 'data-equivariant="no"' in html
-    plain = client.get("/?tokens=a+b+a&mask=bidirectional").text
-    assert 'data-equivariant="yes"' in plain
-    assert "identical output rows" in plain
-
-
 def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
     assert lab(positional="learned").problems == [
         "positional: “learned” is not one of none, sinusoidal, rope"

@@ -2,7 +2,7 @@
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from app.scaling import saturation
 from tests.browser.conftest import axe_violations, save_screenshot
@@ -101,3 +101,20 @@ def test_sqrt_dk_panel_plots_the_measurements(page: Page) -> None:
         raw, scaled = curves["raw_score_std"][i], curves["scaled_score_std"][i]
         assert row[0] == f"{raw:.2f} / {scaled:.2f}"
         assert row[1].startswith(f"{curves['raw_max_weight'][i]:.3f}")
+
+
+def test_without_javascript_the_heads_form_submits(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(java_script_enabled=False, base_url=live_server)
+    page = context.new_page()
+    page.goto("/heads?heads=8&kv_heads=8")
+    page.get_by_role("button", name="Grouped-query").click()  # a preset is a submit button
+    page.wait_for_load_state()
+    expect(page.locator("#kv_heads")).to_have_value("2")
+    expect(page.locator(".kv-group")).to_have_count(2)
+    page.select_option("#positional", "sinusoidal")
+    page.get_by_role("button", name="Update").click()
+    page.wait_for_load_state()
+    assert "positional=sinusoidal" in page.url
+    expect(page.locator("#equivariance-verdict")).to_have_attribute("data-equivariant", "no")
+    expect(page.locator("#scaling-table tbody tr")).to_have_count(9)  # tables stand in for plots
+    context.close()

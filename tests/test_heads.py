@@ -34,6 +34,8 @@ def ref_allowed(n: int, mask: dict[str, Any]) -> list[list[bool]]:
             ok = ok and ((i - w < j <= i) if mask.get("causal") else abs(i - j) < w)
         if mask.get("padding") is not None:
             ok = ok and not mask["padding"][j]
+        if mask.get("allowed") is not None:
+            ok = ok and mask["allowed"][i][j]
         return ok
 
     return [[visible(i, j) for j in range(n)] for i in range(n)]
@@ -278,6 +280,9 @@ def heads_requests(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
         mask["window"] = draw(st.integers(1, n + 1))
     if draw(st.booleans()):
         mask["padding"] = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        row = st.lists(st.booleans(), min_size=n, max_size=n)
+        mask["allowed"] = draw(st.lists(row, min_size=n, max_size=n))
     request: dict[str, Any] = {
         "tokens": draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=n, max_size=n)),
         "heads": h, "kv_heads": g, "d_head": d_head, "d_model": d_model,

@@ -155,9 +155,14 @@ def running_app() -> Iterator[int]:
         server.wait(timeout=10)
 
 
-def post(conn: http.client.HTTPConnection, body: bytes, encoding: str = "identity") -> bytes:
+def post(
+    conn: http.client.HTTPConnection,
+    body: bytes,
+    path: str = "/api/attention",
+    encoding: str = "identity",
+) -> bytes:
     headers = {"Content-Type": "application/json", "Accept-Encoding": encoding}
-    conn.request("POST", "/api/attention", body, headers)
+    conn.request("POST", path, body, headers)
     response = conn.getresponse()
     data = response.read()
     if response.status != 200:
@@ -180,7 +185,7 @@ def main() -> None:
                 [
                     lambda body=body: floor(body),
                     lambda body=body: post(conn, body),
-                    lambda body=body: post(conn, body, "gzip"),
+                    lambda body=body: post(conn, body, encoding="gzip"),
                 ],
                 repeats,
             )

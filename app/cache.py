@@ -22,7 +22,7 @@ VARY = (b"accept-language", b"cookie")
 
 @dataclass(frozen=True)
 class Answer:
-    headers: list[tuple[bytes, bytes]]
+    headers: tuple[tuple[bytes, bytes], ...]  # a tuple: middleware outside edits header lists
     body: bytes
 
 
@@ -86,9 +86,8 @@ class CachedAnswers:
                 return  # the client went away
             answer = self.cache.get(cache_key(scope, body))
             if answer is not None:
-                await send(
-                    {"type": "http.response.start", "status": 200, "headers": answer.headers}
-                )
+                headers_copy = list(answer.headers)  # middleware outside edits the list
+                await send({"type": "http.response.start", "status": 200, "headers": headers_copy})
                 await send({"type": "http.response.body", "body": answer.body})
                 return
             receive = replay(body, receive)
@@ -110,7 +109,7 @@ class CachedAnswers:
                 sent.append(message.get("body", b""))
                 if not message.get("more_body", False) and scope.get("state", {}).get("cacheable"):
                     self.cache.routes.add((scope["method"], scope["path"]))
-                    answer = Answer(list(start["message"].get("headers", [])), b"".join(sent))
+                    answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
                     self.cache.put(cache_key(scope, b"".join(received)), answer)
             await send(message)
 

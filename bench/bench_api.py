@@ -3,15 +3,22 @@
 The floor does the least any server must do for the same request: parse the same JSON with
 orjson, compute every stage with plain numpy, and serialize the same fields with orjson.
 The round trip is `python -m app` (uvicorn on 127.0.0.1, a free port, started here) asked
-one request at a time over one keep-alive connection, reading the whole response.
+one request at a time over one keep-alive connection, reading the whole response, without
+compression. The last column asks the same with `Accept-Encoding: gzip`, as browsers and
+most HTTP libraries do, to show what compressing the response costs.
 
     .venv/bin/python bench/bench_api.py
 """
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
+
 import http.client
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +112,26 @@ def median_seconds(calls: list[Callable[[], Any]], repeats: int) -> list[float]:
     return [statistics.median(spent) for spent in times]
 
 
-def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
-    conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
+@contextmanager
+def running_app() -> Iterator[int]:
+    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port.
+    The response cache is off: the same body is sent again and again, and the point here is
+    the cost of computing and serializing it."""
+    server = Server(env={"RESPONSE_CACHE_BYTES": "0"})
+    try:
+        yield server.port
+    finally:
+        server.stop()
+
+
+def post(
+    conn: http.client.HTTPConnection,
+    body: bytes,
+    path: str = "/api/attention",
+    encoding: str = "identity",
+) -> bytes:
+    headers = {"Content-Type": "application/json", "Accept-Encoding": encoding}
+    conn.request("POST", path, body, headers)
     response = conn.getresponse()
     data = response.read()
     if response.status != 200:
@@ -115,28 +140,30 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 
 
 def main() -> None:
-    # The response cache is off: the same body is sent again and again, and the point here
-    # is the cost of computing and serializing it.
-    server = Server(env={"RESPONSE_CACHE_BYTES": "0"})
-    port = server.port
-    try:
+    with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
+        print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
-        print(f"{header} {'HTTP/floor':>10}")
+        print(f"{header} {'HTTP/floor':>10} {'HTTP gzip':>10}")
         for n, d, repeats in CASES:
             body = request_body(n, d)
             answer = post(conn, body)
-            floor_s, http_s = median_seconds(
-                [lambda body=body: floor(body), lambda body=body: post(conn, body)], repeats
+            floor_s, http_s, gzip_s = median_seconds(
+                [
+                    lambda body=body: floor(body),
+                    lambda body=body: post(conn, body),
+                    lambda body=body: post(conn, body, encoding="gzip"),
+                ],
+                repeats,
             )
             print(
                 f"{n:>5} {d:>5} {len(body) / 1e3:>7.1f}kB {len(answer) / 1e3:>7.1f}kB "
-                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
+                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x "
+                f"{gzip_s * 1e3:>8.2f}ms"
             )
         conn.close()
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def key(name: str) -> tuple:
 
 def test_the_least_recently_used_answer_leaves_first_when_full() -> None:
     cache = ResponseCache(max_bytes=10, max_entry_bytes=10)
-    a, b, c = (Answer([], body * 4) for body in (b"a", b"b", b"c"))
+    a, b, c = (Answer((), body * 4) for body in (b"a", b"b", b"c"))
     cache.put(key("a"), a)
     cache.put(key("b"), b)
     assert cache.get(key("a")) == a  # a is now the most recently used
@@ -28,7 +28,7 @@ def test_the_least_recently_used_answer_leaves_first_when_full() -> None:
 
 def test_an_answer_larger_than_an_entry_may_be_is_not_kept() -> None:
     cache = ResponseCache(max_bytes=100, max_entry_bytes=3)
-    cache.put(key("big"), Answer([], b"1234"))
+    cache.put(key("big"), Answer((), b"1234"))
     assert cache.get(key("big")) is None
     assert cache.size == 0
 
@@ -52,6 +52,13 @@ def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
     other = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 4})
     assert other.content != first.content
     assert len(computed) == 2
+
+
+def test_a_replayed_answer_is_compressed_like_the_first(client: TestClient) -> None:
+    body = {"tokens": ["a", "b", "c", "d", "e", "f"]}  # an answer above gzip's minimum size
+    answers = [client.post("/api/attention", json=body) for _ in range(3)]
+    assert {a.headers["content-encoding"] for a in answers} == {"gzip"}
+    assert answers[0].json() == answers[1].json() == answers[2].json()
 
 
 @pytest.mark.parametrize(

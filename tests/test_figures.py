@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.figures import heatmap, plain
+from app.figures import heatmap, plotly_text
 
 
 @pytest.mark.parametrize(
@@ -15,8 +15,8 @@ from app.figures import heatmap, plain
         ('<a href="javascript:alert(1)">x</a>', '&lt;a href="javascript:alert(1)"&gt;x&lt;/a&gt;'),
     ],
 )
-def test_plain_escapes_plotly_markup(typed: str, escaped: str) -> None:
-    assert plain(typed) == escaped
+def test_plotly_text_escapes_plotly_markup(typed: str, escaped: str) -> None:
+    assert plotly_text(typed) == escaped
 
 
 def test_heatmap_labels_and_hover_are_escaped_and_repeats_numbered() -> None:

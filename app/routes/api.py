@@ -16,8 +16,10 @@ from app.schemas import (
     AttentionResponse,
     CostQuery,
     ErrorResponse,
+    HeadsRequest,
+    HeadsResponse,
 )
-from app.service import compute_attention
+from app.service import compute_attention, compute_heads
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -42,6 +44,12 @@ async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
     # cheaper on the event loop than a hop to the thread pool and back.
     return JSONResponse(compute_attention(req, settings))
+
+
+@router.post("/heads", response_model=HeadsResponse, responses=ERRORS)
+def heads(req: HeadsRequest, settings: SettingsDep) -> JSONResponse:
+    """h query heads over g key/value heads: every head's stages, the concatenation, W_O."""
+    return JSONResponse(compute_heads(req, settings))
 
 
 def get_measurements(request: Request) -> MeasurementCache:

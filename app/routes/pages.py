@@ -17,7 +17,7 @@ from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
 from app.routes.api import MeasurementsDep
 from app.templating import templates
-from app.views import lab_context, stages_csv
+from app.views import heads_page, lab_context, stages_csv
 
 router = APIRouter(include_in_schema=False)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -36,14 +36,18 @@ def problems_json(page: LabPage) -> JSONResponse:
 
 
 @router.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
-def lab(request: Request, page: LabDep, fragment: bool = False) -> Response:
+def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
-    renders the page with its problems next to the controls (422)."""
-    if page.action and page.ok and not fragment:
+    renders the page with its problems next to the controls (422). The live fragment answers
+    200 either way: a half-typed number is a normal moment of editing, not a failed request
+    (its messages carry data-problems). `fragment=results` leaves the controls out."""
+    if fragment:
+        context = {**lab_context(page), "with_editor": fragment != "results"}
+        return templates.TemplateResponse(request, "_lab_fragment.html", context)
+    if page.action and page.ok:
         return RedirectResponse(f"/?{page.query}", status_code=303)
-    template = "_lab_fragment.html" if fragment else "lab.html"
     status = 200 if page.ok else 422
-    return templates.TemplateResponse(request, template, lab_context(page), status_code=status)
+    return templates.TemplateResponse(request, "lab.html", lab_context(page), status_code=status)
 
 
 @router.get("/lab.json")
@@ -59,6 +63,19 @@ def lab_csv(page: LabDep) -> Response:
         return problems_json(page)
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+
+
+@router.get("/heads", response_class=HTMLResponse)
+def heads(request: Request, settings: SettingsDep) -> HTMLResponse:
+    context = heads_page(request.query_params, settings)
+    return templates.TemplateResponse(request, "heads.html", context)
+
+
+@router.get("/heads/fragment", response_class=HTMLResponse)
+def heads_fragment(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """The results part of /heads alone: what the page swaps in on a live update."""
+    context = heads_page(request.query_params, settings)
+    return templates.TemplateResponse(request, "_heads_results.html", context)
 
 
 @router.get("/cost", response_class=HTMLResponse)

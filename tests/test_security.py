@@ -1,5 +1,7 @@
 """Security headers, size caps and error answers on every route, found from the app itself."""
 
+from html.parser import HTMLParser
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -7,6 +9,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app import STATIC_DIR
 from app.config import Settings
 from app.main import create_app
 from app.security import content_security_policy
@@ -158,3 +161,42 @@ def test_payloads_in_the_path_are_not_echoed(client: TestClient, payload: str) -
     response = client.get(f"/{quote(payload)}")
     assert response.status_code == 404
     assert_inert(response, payload)
+
+
+class InlineCode(HTMLParser):
+    """Collects what a strict CSP would refuse: inline script code, on* handler attributes,
+    javascript: URLs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+        self.in_script: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        self.found += [f"<{tag} {k}=…>" for k, _ in attrs if k.startswith("on")]
+        self.found += [f"<{tag} {k}=javascript:…>" for k, v in attrs if "javascript:" in (v or "")]
+        if tag == "script" and "src" not in named and named.get("type") != "application/json":
+            self.in_script = tag
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script and data.strip():
+            self.found.append(f"inline script: {data.strip()[:60]}")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self.in_script = None
+
+
+@pytest.mark.parametrize("path", sorted(PAGES))
+def test_pages_carry_no_inline_code(client: TestClient, path: str) -> None:
+    parser = InlineCode()
+    parser.feed(client.get(path).text)
+    assert parser.found == []
+
+
+@pytest.mark.parametrize("script", sorted((STATIC_DIR / "js").glob("*.js")), ids=lambda p: p.name)
+def test_our_scripts_never_evaluate_strings(script: Path) -> None:
+    code = script.read_text()
+    for forbidden in ("eval(", "new Function", 'setTimeout("', "setTimeout('"):
+        assert forbidden not in code, f"{script.name}: {forbidden}"

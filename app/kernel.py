@@ -24,7 +24,7 @@ is what makes this valid: no earlier row ever depends on a later token.
 Nothing here knows about the web.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from math import ceil
 
@@ -162,20 +162,27 @@ def tiled_attention(
     scale: bool = True,
 ) -> np.ndarray:
     """softmax(Q·Kᵀ / √d_k + M) · V computed tile by tile: the (n, d_v) output only."""
-    out = np.zeros((q.shape[0], v.shape[1]))  # (n, d_v)
-    for step in tiled_steps(q, k, v, mask, block_q, block_k, scale):
+    return assemble(tiled_steps(q, k, v, mask, block_q, block_k, scale), q.shape[0], v.shape[1])
+
+
+def assemble(steps: Iterable[TileStep], n: int, d_v: int) -> np.ndarray:
+    """The output rows written by these steps; rows not written yet stay 0."""
+    out = np.zeros((n, d_v))  # (n, d_v)
+    for step in steps:
         if step.output_rows is not None:
-            out[step.query_block[0] : step.query_block[1]] = step.output_rows
+            out[slice(*step.query_block)] = step.output_rows
     return out
 
 
-def touched_map(steps: list[TileStep], upto: int, n: int) -> np.ndarray:
-    """Which score entries had been computed once steps 0 … upto were done."""
+def touched_maps(steps: Iterable[TileStep], n: int) -> list[np.ndarray]:
+    """After each step, which score entries have been computed so far: (n, n) bool each."""
     touched = np.zeros((n, n), dtype=bool)
-    for step in steps[: upto + 1]:
+    maps = []
+    for step in steps:
         if not step.skipped:
-            touched[step.query_block[0] : step.query_block[1], slice(*step.key_block)] = True
-    return touched
+            touched[slice(*step.query_block), slice(*step.key_block)] = True
+        maps.append(touched.copy())
+    return maps
 
 
 # ---------------------------------------------------------------- counting, without drawing

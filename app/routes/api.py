@@ -6,8 +6,16 @@ from fastapi import APIRouter, Depends
 
 from app.config import Settings, get_settings
 from app.responses import JSONResponse
-from app.schemas import AttentionRequest, AttentionResponse, ErrorResponse
-from app.service import compute_attention
+from app.schemas import (
+    AttentionRequest,
+    AttentionResponse,
+    DecodeRequest,
+    DecodeResponse,
+    ErrorResponse,
+    TiledRequest,
+    TiledResponse,
+)
+from app.service import compute_attention, compute_decode, compute_tiled
 
 router = APIRouter(prefix="/api", tags=["api"])
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -18,6 +26,18 @@ ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
 def attention(req: AttentionRequest, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     return JSONResponse(compute_attention(req, settings))
+
+
+@router.post("/kernel/tiled", response_model=TiledResponse, responses=ERRORS)
+def kernel_tiled(req: TiledRequest, settings: SettingsDep) -> JSONResponse:
+    """Tiled exact attention with an online softmax, step by step, next to the dense result."""
+    return JSONResponse(compute_tiled(req, settings))
+
+
+@router.post("/kernel/decode", response_model=DecodeResponse, responses=ERRORS)
+def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
+    """A prefill, then one token at a time against a growing key/value cache."""
+    return JSONResponse(compute_decode(req, settings))
 
 
 health_router = APIRouter(tags=["health"])

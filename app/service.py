@@ -187,9 +187,10 @@ def check_tiling(n: int, block_q: int, block_k: int, settings: Settings) -> None
     if cells > settings.max_kernel_cells:
         raise InputError(
             ("block_q",),
-            f"{steps:,} steps × a {n} × {n} map of touched scores is {cells:,} cells but this "
-            f"server returns at most {settings.max_kernel_cells:,}; make the blocks larger "
-            "or use fewer tokens",
+            f"block_q = {block_q} and block_k = {block_k} give {steps:,} steps, each with a "
+            f"{n} × {n} map of the scores touched so far: {cells:,} cells, but this server "
+            f"returns at most {settings.max_kernel_cells:,}; make the blocks larger or use "
+            "fewer tokens",
         )
 
 

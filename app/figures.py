@@ -75,3 +75,34 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+# Three states of a score entry in the tiled walk-through, each with its own colour
+# (light grey, blue, orange: distinguishable with every common colour-vision deficiency).
+PROGRESS_LABELS = ("not computed yet", "computed earlier, discarded", "this tile: held now")
+PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d")
+
+
+def progress_map(
+    state: np.ndarray, text: list[list[str]], labels: Sequence[str], title: str
+) -> dict[str, Any]:
+    """The n × n score matrix as the tiled kernel sees it: which entries are computed, which
+    are held right now; `state` holds 0, 1, 2 (PROGRESS_LABELS), `text` the scores so far."""
+    hover = [
+        [f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ") for c, t in zip(r, tr, strict=True)]
+        for r, tr in zip(state, text, strict=True)
+    ]
+    fig = heatmap(state, labels, labels, title, hover=hover)
+    last = len(PROGRESS_COLOURS) - 1
+    scale = []
+    for i, colour in enumerate(PROGRESS_COLOURS):
+        scale += [[max(i - 0.5, 0) / last, colour], [min(i + 0.5, last) / last, colour]]
+    fig["data"][0].update(
+        colorscale=scale,
+        zmin=0,
+        zmax=last,
+        showscale=False,  # three colours, named in the caption and the hover text
+    )
+    if max(state.shape) <= LABEL_CELLS_UP_TO:
+        fig["data"][0]["text"] = text
+    return fig

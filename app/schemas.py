@@ -5,12 +5,13 @@ model validators and raise a sentence a student can act on. Limits that come fro
 settings (how many tokens, how wide) are checked by `check_limits`, since they can change.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Json,
     StringConstraints,
     ValidationInfo,
     field_validator,
@@ -253,6 +254,78 @@ class DecodeRequest(KernelRequest):
     )
 
 
+# ---------------------------------------------------------------- page URLs
+
+
+class LabQuery(BaseModel):
+    """A lab state as URL query parameters: what a page's GET form sends.
+
+    Short text fields for what a person types (the tokens, padded positions) and JSON text
+    for the matrices a link may carry. `attention_fields` turns it into the body of
+    /api/attention, so the page and the API validate the same way.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    tokens: Annotated[str, StringConstraints(max_length=20_000)] | None = Field(
+        None, description="Token labels separated by spaces."
+    )
+    d_model: int | None = None
+    d_k: int | None = None
+    d_v: int | None = None
+    seed: int = 0
+    mask: Literal["causal", "bidirectional"] = "causal"
+    window: int | None = None
+    padding: list[int] = Field([], description="Padded positions (0-based).")
+    scale: bool = True
+    x: Json[Any] | None = None
+    w_q: Json[Any] | None = None
+    w_k: Json[Any] | None = None
+    w_v: Json[Any] | None = None
+    allowed: Json[Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def blank_is_unset(cls, data: Any) -> Any:
+        """An empty box in a GET form sends "": it means "not set"."""
+        if isinstance(data, dict):
+            return {name: value for name, value in data.items() if value != ""}
+        return data
+
+    def attention_fields(self) -> dict[str, Any]:
+        tokens = self.tokens.split() if self.tokens is not None else None
+        n = len(tokens) if tokens else len(WORKED_EXAMPLE_REQUEST["tokens"])
+        mask: dict[str, Any] = {"causal": self.mask == "causal"}
+        if self.window is not None:
+            mask["window"] = self.window
+        if self.padding:
+            outside = [p for p in self.padding if not 0 <= p < n]
+            if outside:
+                raise InputError(
+                    ("padding",),
+                    f"padding names position {outside[0]} but positions run from 0 to {n - 1}",
+                )
+            mask["padding"] = [i in self.padding for i in range(n)]
+        if self.allowed is not None:
+            mask["allowed"] = self.allowed
+        given = {
+            "tokens": tokens or None,
+            **{f: getattr(self, f) for f in ("d_model", "d_k", "d_v", "x", "w_q", "w_k", "w_v")},
+        }
+        fields = {name: value for name, value in given.items() if value is not None}
+        return {**fields, "seed": self.seed, "mask": mask, "scale": self.scale}
+
+
+class KernelPageQuery(LabQuery):
+    """The /kernel page: a lab state plus where each walk-through stands."""
+
+    block_q: int | None = None
+    block_k: int | None = None
+    step: int = Field(0, description="Tiled walk-through: the step shown (0-based).")
+    prompt: int | None = None
+    decode_step: int = Field(0, description="Decoding: 0 is the prefill, t the t-th token.")
+
+
 # ---------------------------------------------------------------- responses
 
 NumberOrNull = float | None
@@ -387,7 +460,12 @@ class TiledMemory(BaseModel):
     full_attention: TiledCountsResponse
 
 
-class TiledResponse(InputsUsed):
+class KernelResponse(InputsUsed):
+    long_sequence: LongSequenceSpec
+    long_sequences: list[LongSequenceResponse]
+
+
+class TiledResponse(KernelResponse):
     block_q: int
     block_k: int
     steps: list[TileStepResponse]
@@ -395,7 +473,6 @@ class TiledResponse(InputsUsed):
     dense_output: list[list[float]] = Field(description="weights · V, as /api/attention.")
     max_abs_difference: float
     memory: TiledMemory
-    long_sequences: list[LongSequenceResponse]
 
 
 class PrefillResponse(BaseModel):
@@ -430,7 +507,7 @@ class DecodeStepResponse(BaseModel):
     cache_entries: int
 
 
-class DecodeResponse(InputsUsed):
+class DecodeResponse(KernelResponse):
     forced_causal: bool = Field(description="The state was not causal; decoding made it so.")
     prompt: int
     prefill: PrefillResponse
@@ -438,7 +515,6 @@ class DecodeResponse(InputsUsed):
     output: list[list[float]]
     full_output: list[list[float]]
     max_abs_difference: float
-    long_sequences: list[LongSequenceResponse]
 
 
 class ErrorItem(BaseModel):

@@ -214,7 +214,7 @@ def inputs_used(inputs: HeadInputs) -> dict[str, Any]:
     }
 
 
-def long_sequences(req: KernelRequest) -> list[dict[str, Any]]:
+def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
     """Tiled and cached-decoding counts for long sequences, in closed form."""
     spec = req.long_sequence
     rows = []
@@ -224,7 +224,7 @@ def long_sequences(req: KernelRequest) -> list[dict[str, Any]]:
         tiled["tiled_score_bytes"] = tiled["tiled_score_entries"] * BYTES_PER_SCORE
         tiled["decode"] = asdict(kn.decode_counts(n, spec.head_dim, spec.head_dim))
         rows.append(tiled)
-    return rows
+    return {"long_sequence": spec.model_dump(), "long_sequences": rows}
 
 
 def tile_step_fields(step: kn.TileStep, touched: np.ndarray) -> dict[str, Any]:
@@ -287,7 +287,7 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
             "skipped_steps": sum(s.skipped for s in steps),
             "full_attention": asdict(kn.tiled_counts(n, block_q, block_k, d_k, d_v)),
         },
-        "long_sequences": long_sequences(req),
+        **long_sequence_fields(req),
     }
 
 
@@ -361,5 +361,5 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
         "full_output": full.output,
         "max_abs_difference": float(np.abs(output - full.output).max()),
         "empty_rows": full.empty_rows,
-        "long_sequences": long_sequences(req),
+        **long_sequence_fields(req),
     }

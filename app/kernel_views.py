@@ -4,51 +4,91 @@ Reads the finished results of service.compute_tiled and service.compute_decode; 
 no attention arithmetic (it only picks, labels and arranges numbers).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from starlette.datastructures import URL
 
 from app.config import Settings
-from app.errors import validated
+from app.errors import InputError
 from app.figures import heatmap, progress_map
-from app.schemas import DecodeRequest, KernelPageQuery, TiledRequest
+from app.labstate import LabPage, StateError, encode, integer
+from app.schemas import HARD_MAX_TOKENS, DecodeRequest, TiledRequest
 from app.service import compute_decode, compute_tiled
 from app.templating import fmt
+from app.views import MASK_MODES, head_stages
+
+# The page's own parameters, besides the lab state (app/labstate.py): tile sizes, prompt
+# length, and where each walk-through stands.
+KERNEL_PARAMS = ("block_q", "block_k", "prompt", "step", "decode_step")
+LAST_STEP = 10**6  # a step past the end shows the last one
 
 
-def kernel_context(query: KernelPageQuery, settings: Settings, url: URL) -> dict[str, Any]:
-    """Both walk-throughs of one lab state, each at the step named in the URL."""
-    lab = query.attention_fields()
-    blocks = {"block_q": query.block_q, "block_k": query.block_k}
-    tiled = compute_tiled(validated(TiledRequest, {**lab, **_given(blocks)}), settings)
-    prompt = _given({"prompt": query.prompt})
-    decode = compute_decode(validated(DecodeRequest, {**lab, **prompt}), settings)
-    step = min(max(query.step, 0), len(tiled["steps"]) - 1)
-    decode_step = min(max(query.decode_step, 0), len(decode["steps"]))
+def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int], list[str]]:
+    """The page's own numbers from the URL; a bad one is reported and left at its default."""
+    bounds = {
+        "block_q": (1, HARD_MAX_TOKENS),
+        "block_k": (1, HARD_MAX_TOKENS),
+        "prompt": (1, n),
+        "step": (0, LAST_STEP),
+        "decode_step": (0, LAST_STEP),
+    }
+    values: dict[str, int] = {}
+    problems = []
+    for name, (low, high) in bounds.items():
+        text = params.get(name, "").strip()
+        if text:
+            try:
+                values[name] = integer(text, name, low, high)
+            except StateError as problem:
+                problems.append(str(problem))
+    return values, problems
+
+
+def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
+    """Both walk-throughs of the lab's state, each at the step named in the URL."""
+    values, problems = read_kernel_params(params, len(page.result["tokens"]))
+    lab = page.state.to_request().model_dump(exclude_none=True)
+    blocks = {k: values[k] for k in ("block_q", "block_k") if k in values}
+    try:
+        tiled = compute_tiled(TiledRequest.model_validate({**lab, **blocks}), settings)
+    except InputError as problem:  # too many steps for this server: two blocks each way
+        problems.append(problem.msg)
+        values = {k: v for k, v in values.items() if k not in blocks}
+        tiled = compute_tiled(TiledRequest.model_validate(lab), settings)
+    prompt = {"prompt": values["prompt"]} if "prompt" in values else {}
+    decode = compute_decode(DecodeRequest.model_validate({**lab, **prompt}), settings)
+    step = min(values.get("step", 0), len(tiled["steps"]) - 1)
+    decode_step = min(values.get("decode_step", 0), len(decode["steps"]))
+    state = [*page.params, *((k, v) for k, v in values.items() if k not in ("step", "decode_step"))]
+    where = {"step": step, "decode_step": decode_step}
     return {
-        "query": query,
+        "page": page,
+        "messages": {"problems": page.problems + problems, "notes": page.notes},
+        "view": head_stages(page.result),
+        "state": state,
+        "modes": MASK_MODES,
+        "lab_link": "/?" + page.query,
         "tiled": tiled,
         "decode": decode,
         "tile": tile_view(tiled, step),
         "dec": decode_view(decode, decode_step),
-        "tiled_links": step_links(url, "step", step, len(tiled["steps"]) - 1),
-        "decode_links": step_links(url, "decode_step", decode_step, len(decode["steps"])),
+        "tiled_links": step_links(state, where, "step", len(tiled["steps"]) - 1),
+        "decode_links": step_links(state, where, "decode_step", len(decode["steps"])),
     }
 
 
-def _given(fields: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in fields.items() if value is not None}
-
-
-def step_links(url: URL, param: str, current: int, last: int) -> dict[str, str | None]:
+def step_links(
+    state: list[tuple[str, Any]], where: dict[str, int], name: str, last: int
+) -> dict[str, str | None]:
     """first / prev / next / last as URLs of the same state; None where there is nowhere to go."""
+    current = where[name]
     targets = {"first": 0, "prev": current - 1, "next": current + 1, "last": last}
     return {
-        name: str(url.include_query_params(**{param: target}))
+        label: "/kernel?" + encode([*state, *{**where, name: target}.items()])
         if 0 <= target <= last and target != current
         else None
-        for name, target in targets.items()
+        for label, target in targets.items()
     }
 
 

@@ -95,12 +95,12 @@ def test_decode_makes_a_bidirectional_state_causal(client: TestClient) -> None:
     [
         ("tiled", {"block_q": 0}, "block_q", "at least one query row"),
         ("tiled", {"block_k": -3}, "block_k", "at least one key row"),
-        ("tiled", {"block_q": "2"}, "block_q", "integer"),
+        ("tiled", {"block_q": "2"}, "block_q", "whole number"),
         ("tiled", {"tokens": ["a"] * 40, "block_q": 1, "block_k": 1}, "block_q", "1,600 steps"),
         ("tiled", {"tokens": ["a"] * 200, "block_q": 30, "block_k": 30}, "block_q", "cells"),
-        ("tiled", {"long_sequence": {"seq_lens": [0]}}, "long_sequence", "greater than"),
+        ("tiled", {"long_sequence": {"seq_lens": [0]}}, "long_sequence", "at least 1"),
         ("decode", {"prompt": 4}, "prompt", "only 3 tokens"),
-        ("decode", {"prompt": 0}, "prompt", "greater than"),
+        ("decode", {"prompt": 0}, "prompt", "at least 1"),
         ("decode", {"mask": {"padding": [True]}}, "mask", "one flag per token"),
     ],
 )

@@ -91,7 +91,8 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) return;
-    if (event.target.closest("input, select, textarea, [contenteditable]")) return;
+    // Typing in the form, or scrolling a wide table with the arrows, never steps.
+    if (event.target.closest("input, select, textarea, [contenteditable], .table-scroll")) return;
     const dir = { ArrowLeft: "prev", ArrowRight: "next" }[event.key];
     if (!dir) return;
     event.preventDefault();

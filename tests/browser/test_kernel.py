@@ -15,8 +15,10 @@ def api(page: Page, path: str, body: dict[str, Any] | None = None) -> dict[str, 
     return response.json()
 
 
-def url_state(url: str) -> dict[str, str]:
-    return dict(parse_qsl(urlsplit(url).query))
+def where(url: str) -> dict[str, str]:
+    """The steps a URL names (the rest of it is the lab state)."""
+    params = dict(parse_qsl(urlsplit(url).query))
+    return {k: v for k, v in params.items() if k in ("step", "decode_step")}
 
 
 def cells(page: Page, selector: str, column: int) -> list[str]:
@@ -32,7 +34,7 @@ def test_stepping_shows_the_api_numbers_of_each_step(page: Page) -> None:
     for index in (1, 2, 3):
         page.click("#tiled-next")
         expect(page.locator("#tiled-status")).to_contain_text(f"Step {index + 1} of 4")
-        assert url_state(page.url) == {"step": str(index)}
+        assert where(page.url) == {"step": str(index), "decode_step": "0"}
         step = tiled["steps"][index]
         assert cells(page, "#tile-rows", 1) == [fmt(m) for m in step["m"]]
         assert cells(page, "#tile-rows", 2)[0].startswith(fmt(step["rescale"][0]))
@@ -48,7 +50,7 @@ def test_stepping_shows_the_api_numbers_of_each_step(page: Page) -> None:
     expect(page.locator("#decode-full")).to_have_text(fmt_vector(cat["full_output"], 3))
     assert cells(page, "#decode-row", 2) == [fmt(w) for w in cat["weights"]]
     assert page.locator("#k-cache tbody tr").count() == 2
-    assert url_state(page.url) == {"step": "3", "decode_step": "1"}  # the tiled step is kept
+    assert where(page.url) == {"step": "3", "decode_step": "1"}  # the tiled step is kept
 
 
 def test_final_output_matches_the_lab(page: Page) -> None:
@@ -71,7 +73,7 @@ def test_the_url_restores_both_steps_and_back_goes_back(page: Page) -> None:
     expect(page.locator("#decode-status")).to_contain_text("token 2 “sleeps”")
     page.click("#tiled-next")
     expect(page.locator("#tiled-status")).to_contain_text("Step 4 of 4")
-    assert url_state(page.url) == {"step": "3", "decode_step": "2"}
+    assert where(page.url) == {"step": "3", "decode_step": "2"}
     fresh = page.context.new_page()
     fresh.goto(page.url)
     expect(fresh.locator("#tiled-status")).to_contain_text("Step 4 of 4")
@@ -109,7 +111,7 @@ def test_play_steps_to_the_end_and_stops(page: Page) -> None:
 
 
 def test_axe_is_clean_on_a_padded_step(page: Page) -> None:
-    page.goto("/kernel?tokens=a+b+c+d+e&padding=0&step=1&decode_step=2")
+    page.goto("/kernel?tokens=a+b+c+d+e&pad=0&step=1&decode_step=2")
     expect(page.locator(".plot .main-svg").first).to_be_visible()
     assert axe_violations(page) == []
 

@@ -352,7 +352,9 @@ class HeadResponse(BaseModel):
     empty_rows: list[int]
 
 
-class AttentionResponse(HeadResponse):
+class ResolvedInputs(BaseModel):
+    """The inputs actually used: generated ones included."""
+
     tokens: list[str]
     d_model: int
     d_k: int
@@ -363,23 +365,16 @@ class AttentionResponse(HeadResponse):
     w_k: list[list[float]]
     w_v: list[list[float]]
     mask: dict[str, Any]
+
+
+class AttentionResponse(HeadResponse, ResolvedInputs):
     query: QueryBreakdown
 
 
-class InputsUsed(BaseModel):
-    """The lab state as resolved on the server, generated numbers included."""
+class InputsUsed(ResolvedInputs):
+    """The lab state as resolved on the server, with its projections and mask."""
 
-    tokens: list[str]
-    d_model: int
-    d_k: int
-    d_v: int
-    x: list[list[float]]
-    w_q: list[list[float]]
-    w_k: list[list[float]]
-    w_v: list[list[float]]
-    mask: dict[str, Any]
     scale: bool
-    scale_factor: float
     q: list[list[float]]
     k: list[list[float]]
     v: list[list[float]]

@@ -160,18 +160,25 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
     stages = att.attention_head(inputs.x, inputs.w_q, inputs.w_k, inputs.w_v, allowed, inputs.scale)
     fields = stage_fields(stages)
     return {
+        **inputs_used(inputs),
+        "scale_factor": stages.scale_factor,
+        **fields,
+        "query": query_breakdown(inputs.tokens, fields, inputs.query),
+    }
+
+
+def inputs_used(inputs: HeadInputs) -> dict[str, Any]:
+    """The inputs as they were resolved: generated numbers included."""
+    return {
         "tokens": inputs.tokens,
         "d_model": inputs.x.shape[1],
         "d_k": inputs.w_q.shape[1],
         "d_v": inputs.w_v.shape[1],
-        "scale_factor": stages.scale_factor,
         "x": inputs.x,
         "w_q": inputs.w_q,
         "w_k": inputs.w_k,
         "w_v": inputs.w_v,
         "mask": inputs.mask.model_dump(exclude_none=True),
-        **fields,
-        "query": query_breakdown(inputs.tokens, fields, inputs.query),
     }
 
 
@@ -208,22 +215,6 @@ def check_tiling(n: int, block_q: int, block_k: int, settings: Settings) -> None
 
 def projected(inputs: HeadInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return inputs.x @ inputs.w_q, inputs.x @ inputs.w_k, inputs.x @ inputs.w_v
-
-
-def inputs_used(inputs: HeadInputs) -> dict[str, Any]:
-    """The lab state as it was resolved: generated numbers included."""
-    return {
-        "tokens": inputs.tokens,
-        "d_model": inputs.x.shape[1],
-        "d_k": inputs.w_q.shape[1],
-        "d_v": inputs.w_v.shape[1],
-        "x": inputs.x,
-        "w_q": inputs.w_q,
-        "w_k": inputs.w_k,
-        "w_v": inputs.w_v,
-        "mask": inputs.mask.model_dump(exclude_none=True),
-        "scale": inputs.scale,
-    }
 
 
 def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
@@ -279,6 +270,7 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
     d_k, d_v = q.shape[1], v.shape[1]
     return {
         **inputs_used(inputs),
+        "scale": inputs.scale,
         "scale_factor": dense.scale_factor,
         "q": q,
         "k": k,
@@ -351,6 +343,7 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
     output = decoding.output
     return {
         **inputs_used(inputs),
+        "scale": inputs.scale,
         "forced_causal": not inputs.mask.causal,
         "scale_factor": full.scale_factor,
         "prompt": prompt,

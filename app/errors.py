@@ -20,12 +20,25 @@ log = logging.getLogger("attention_lab")
 
 
 class InputError(Exception):
-    """Input a student can fix: where it is (`loc`, without "body") and what to do."""
+    """Input a student can fix: where it is (`loc`, without "body") and what to do.
 
-    def __init__(self, loc: Sequence[str | int], msg: str) -> None:
+    `source` is where the field came from: "body" (JSON) or "query" (URL parameters).
+    """
+
+    def __init__(self, loc: Sequence[str | int], msg: str, source: str = "body") -> None:
         super().__init__(msg)
         self.loc = tuple(loc)
         self.msg = msg
+        self.source = source
+
+
+class BusyError(Exception):
+    """The server is doing this work for someone else right now: 503, try again shortly."""
+
+    def __init__(self, msg: str, retry_after_s: int = 10) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.retry_after_s = retry_after_s
 
 
 def field_name(loc: Sequence[str | int]) -> str:
@@ -129,8 +142,13 @@ async def request_validation_handler(request: Request, exc: RequestValidationErr
 
 
 async def input_error_handler(request: Request, exc: InputError) -> Any:
-    error = {"loc": ["body", *exc.loc], "msg": exc.msg, "type": "value_error"}
+    error = {"loc": [exc.source, *exc.loc], "msg": exc.msg, "type": "value_error"}
     return JSONResponse({"detail": [error]}, status_code=422)
+
+
+async def busy_handler(request: Request, exc: BusyError) -> Any:
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
 
 
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:

@@ -11,9 +11,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
 from app.config import Settings, get_settings
+from app.cost_views import cost_page_context
 from app.kernel_views import kernel_context
 from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
+from app.routes.api import MeasurementsDep
 from app.templating import templates
 from app.views import lab_context, stages_csv
 
@@ -57,6 +59,12 @@ def lab_csv(page: LabDep) -> Response:
         return problems_json(page)
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+
+
+@router.get("/cost", response_class=HTMLResponse)
+def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
+    context, status = cost_page_context(dict(request.query_params), measurements)
+    return templates.TemplateResponse(request, "cost.html", context, status_code=status)
 
 
 @router.get("/kernel", response_class=HTMLResponse)

@@ -31,6 +31,7 @@ from math import ceil
 import numpy as np
 
 from app import attention as att
+from app.cost import score_entries
 
 # A mask given tile by tile: (query positions (b_q,), key positions (b_k,)) → (b_q, b_k) bool.
 TileMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -217,9 +218,9 @@ def tiled_counts(n: int, block_q: int, block_k: int, d_k: int, d_v: int) -> Tile
         block_q=block_q,
         block_k=block_k,
         steps=t_q * t_k,
-        dense_score_entries=n * n,
+        dense_score_entries=score_entries(n),
         tiled_score_entries=min(block_q, n) * min(block_k, n),
-        dot_products=n * n,
+        dot_products=score_entries(n),
         dense_traffic=4 * n * n + 2 * n * d_k + 2 * n * d_v,
         tiled_traffic=n * d_k + t_q * n * (d_k + d_v) + n * d_v,
     )
@@ -241,7 +242,7 @@ def decode_counts(n: int, d_k: int, d_v: int) -> DecodeCounts:
     return DecodeCounts(
         n=n,
         last_step_cached=n,
-        last_step_uncached=n * n,
+        last_step_uncached=score_entries(n),
         total_cached=n * (n + 1) // 2,
         total_uncached=n * (n + 1) * (2 * n + 1) // 6,
         cache_entries=n * (d_k + d_v),

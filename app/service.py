@@ -15,6 +15,7 @@ import numpy as np
 from app import attention as att
 from app import kernel as kn
 from app.config import Settings
+from app.cost import score_bytes, storage_bytes
 from app.errors import InputError
 from app.schemas import (
     AttentionRequest,
@@ -184,8 +185,6 @@ def inputs_used(inputs: HeadInputs) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- inside the kernel
 
-BYTES_PER_SCORE = 2  # 16-bit numbers, as in the cost table of seed 000
-
 
 def default_block(n: int) -> int:
     """Two blocks each way: four steps, small enough to follow, large enough to tile."""
@@ -223,8 +222,9 @@ def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
     rows = []
     for n in spec.seq_lens:
         tiled = asdict(kn.tiled_counts(n, spec.block, spec.block, spec.head_dim, spec.head_dim))
-        tiled["dense_score_bytes"] = tiled["dense_score_entries"] * BYTES_PER_SCORE
-        tiled["tiled_score_bytes"] = tiled["tiled_score_entries"] * BYTES_PER_SCORE
+        # 2 bytes per score, as in the cost table of seed 000
+        tiled["dense_score_bytes"] = score_bytes(n)
+        tiled["tiled_score_bytes"] = storage_bytes(tiled["tiled_score_entries"])
         tiled["decode"] = asdict(kn.decode_counts(n, spec.head_dim, spec.head_dim))
         rows.append(tiled)
     return {"long_sequence": spec.model_dump(), "long_sequences": rows}

@@ -130,3 +130,44 @@ def test_openapi_documents_both_walk_throughs(client: TestClient) -> None:
     assert {"block_q", "block_k", "tokens", "mask"} <= set(schemas["TiledRequest"]["properties"])
     assert "prompt" in schemas["DecodeRequest"]["properties"]
     assert "touched" in schemas["TileStepResponse"]["properties"]
+
+
+# ---------------------------------------------------------------- the page, rendered
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("/kernel", ["Step 1 of 4: query rows 0–1 against key rows 0–1", "prefill of the first 1"]),
+        ("/kernel?step=1", ["The mask hides every pair in this tile"]),
+        ("/kernel?step=3&decode_step=2", ["Step 4 of 4", "m grew", "token 2 “sleeps”"]),
+        ("/kernel?step=99&decode_step=99", ["Step 4 of 4", "Step 3 of 3"]),
+        ("/kernel?tokens=a+b+c+d&mask=bidirectional&block_q=1&block_k=4", ["Step 1 of 4"]),
+        ("/kernel?tokens=a+b+c&pad=0,1,2&step=3", ["stay at m = −∞ and l = 0"]),
+    ],
+)
+def test_the_page_shows_the_step_in_the_url(client: TestClient, url: str, shown: list[str]) -> None:
+    response = client.get(url)
+    assert response.status_code == 200
+    for text in shown:
+        assert text in response.text
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("/kernel?block_q=0", "block_q is 0; choose a whole number from 1"),
+        ("/kernel?prompt=9", "prompt is 9; choose a whole number from 1 to 3"),
+        (
+            "/kernel?tokens=" + "+".join("abcdefghijklmnopqrstu") + "&block_q=1&block_k=1",
+            "441 steps",
+        ),
+    ],
+)
+def test_bad_page_input_is_explained_and_the_page_still_renders(
+    client: TestClient, url: str, message: str
+) -> None:
+    response = client.get(url)
+    assert response.status_code == 422
+    assert message in response.text
+    assert "Step 1 of" in response.text  # shown with the defaults instead

@@ -72,7 +72,7 @@ class TileStep:
     scores: np.ndarray  # (b_q, b_k) S_ij = Q_i·K_jᵀ / √d_k, −∞ where hidden
     m_before: np.ndarray  # (b_q,) running row maximum before this tile (−∞ at first)
     m: np.ndarray  # (b_q,)  after
-    rescale: np.ndarray  # (b_q,) exp(m_before − m): < 1 where the maximum grew
+    rescale: np.ndarray  # (b_q,) exp(m_before − m): < 1 where m grew; 1 while m is −∞
     p: np.ndarray  # (b_q, b_k) exp(S_ij − m), 0 where hidden
     l_before: np.ndarray  # (b_q,) running sum of exp before
     l: np.ndarray  # (b_q,)  after

@@ -13,20 +13,30 @@
     return root.querySelectorAll("[data-walk-body]");
   }
 
-  async function show(url, push, focusId) {
+  // Swap in the server's rendering of `url`: the whole body of the walk-through that moved
+  // (or of both, when `walk` is null), and only the step links of the other one, whose
+  // figures stay as they are but whose links must carry the new state.
+  async function show(url, push, focusId, walk) {
     const response = await fetch(url, { headers: { Accept: "text/html" } });
     if (!response.ok) return false;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    const redraw = [];
     bodies(fresh).forEach(function (body) {
-      const old = document.querySelector('[data-walk-body="' + body.dataset.walkBody + '"]');
-      if (old) old.replaceWith(document.adoptNode(body));
-    });
-    if (push) history.pushState(null, "", url);
-    bodies(document).forEach(function (body) {
-      if (window.AttentionLab && window.AttentionLab.drawFigures) {
-        window.AttentionLab.drawFigures(body);
+      const name = body.dataset.walkBody;
+      const old = document.querySelector('[data-walk-body="' + name + '"]');
+      if (!old) return;
+      if (walk === null || name === walk) {
+        const adopted = document.adoptNode(body);
+        old.replaceWith(adopted);
+        redraw.push(adopted);
+      } else {
+        old.querySelector(".stepper").replaceWith(document.adoptNode(body.querySelector(".stepper")));
       }
     });
+    if (push) history.pushState(null, "", url);
+    if (window.AttentionLab && window.AttentionLab.drawFigures) {
+      redraw.forEach(function (body) { window.AttentionLab.drawFigures(body); });
+    }
     const target = focusId && document.getElementById(focusId);
     if (target) target.focus();
     return true;
@@ -41,7 +51,7 @@
     if (!a) return Promise.resolve(false);
     active = walk;
     const keepFocus = document.activeElement && document.activeElement.id;
-    return show(a.href, true, keepFocus);
+    return show(a.href, true, keepFocus, walk);
   }
 
   function stopPlaying() {
@@ -74,7 +84,7 @@
     if (a && !event.ctrlKey && !event.metaKey && !event.shiftKey && event.button === 0) {
       event.preventDefault();
       active = a.dataset.walk;
-      show(a.href, true, a.id);
+      show(a.href, true, a.id, a.dataset.walk);
       return;
     }
     const play = event.target.closest("[data-play]");
@@ -101,7 +111,7 @@
 
   window.addEventListener("popstate", function () {
     stopPlaying();
-    show(location.href, false, null);
+    show(location.href, false, null, null);
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -215,14 +215,20 @@ PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d")
 
 
 def progress_map(
-    state: np.ndarray, text: list[list[str]], labels: Sequence[str], title: str
+    state: np.ndarray, text: list[list[str]] | None, labels: Sequence[str], title: str
 ) -> dict[str, Any]:
     """The n × n score matrix as the tiled kernel sees it: which entries are computed, which
-    are held right now; `state` holds 0, 1, 2 (PROGRESS_LABELS), `text` the scores so far."""
-    hover = [
-        [f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ") for c, t in zip(r, tr, strict=True)]
-        for r, tr in zip(state, text, strict=True)
-    ]
+    are held right now; `state` holds 0, 1, 2 (PROGRESS_LABELS), `text` the scores so far
+    (None for a large n: the colours alone, and the page stays light)."""
+    hover = None
+    if text is not None:
+        hover = [
+            [
+                f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ")
+                for c, t in zip(r, tr, strict=True)
+            ]
+            for r, tr in zip(state, text, strict=True)
+        ]
     fig = heatmap(state, labels, labels, title, hover=hover)
     last = len(PROGRESS_COLOURS) - 1
     scale = []
@@ -234,6 +240,6 @@ def progress_map(
         zmax=last,
         showscale=False,  # three colours, named in the caption and the hover text
     )
-    if max(state.shape) <= LABEL_CELLS_UP_TO:
+    if text is not None and max(state.shape) <= LABEL_CELLS_UP_TO:
         fig["data"][0]["text"] = text
     return fig

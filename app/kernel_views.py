@@ -16,7 +16,7 @@ from app.labstate import LabPage, StateError, encode, integer
 from app.schemas import HARD_MAX_TOKENS, DecodeRequest, TiledRequest
 from app.service import compute_decode, compute_tiled
 from app.templating import fmt
-from app.views import MASK_MODES, head_stages
+from app.views import FULL_TABLES_UP_TO, MASK_MODES, head_stages
 
 # The page's own parameters, besides the lab state (app/labstate.py): tile sizes, prompt
 # length, and where each walk-through stands.
@@ -142,6 +142,8 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         "finished": len(written) == len(tokens),
         "ends_row_block": step["output_rows"] is not None,
         "peak_so_far": max(e["score_entries"] for e in steps[: s + 1]),
+        "full_tables": len(tokens) <= FULL_TABLES_UP_TO,
+        "table_limit": FULL_TABLES_UP_TO,
         "figures": figures,
     }
 
@@ -151,8 +153,8 @@ def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
     computed cell labelled with its score (−∞ where the mask hides it)."""
     n, steps = len(result["tokens"]), result["steps"]
     state = steps[s]["touched"].astype(float)  # (n, n): 1 where computed so far
-    text = [[""] * n for _ in range(n)]
-    for step in steps[: s + 1]:
+    text = [[""] * n for _ in range(n)] if n <= FULL_TABLES_UP_TO else None
+    for step in steps[: s + 1] if text else ():
         if step["skipped"]:
             continue
         r0, c0 = step["query_block"][0], step["key_block"][0]

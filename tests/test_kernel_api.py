@@ -171,3 +171,12 @@ def test_bad_page_input_is_explained_and_the_page_still_renders(
     assert response.status_code == 422
     assert message in response.text
     assert "Step 1 of" in response.text  # shown with the defaults instead
+
+
+def test_a_long_state_leaves_the_tile_tables_out_but_keeps_the_steps(client: TestClient) -> None:
+    tokens = "+".join(f"t{i}" for i in range(40))
+    response = client.get(f"/kernel?tokens={tokens}&step=1")
+    assert response.status_code == 200
+    assert 'id="tile-scores"' not in response.text
+    assert "POST /api/kernel/tiled returns every one of them" in response.text
+    assert "Step 2 of 4" in response.text

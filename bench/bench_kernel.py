@@ -79,7 +79,9 @@ def cases(
 
 
 def main() -> None:
-    print(f"Tiled vs dense attention in numpy, d_k = d_v = {D}, float64")
+    print(f"Tiled vs dense attention in numpy, d_k = d_v = {D}, float64, one BLAS thread")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before: {load} on {os.cpu_count()} CPUs (times are processor time)")
     header = f"{'n':>6} {'mask':<7} {'path':<26} {'cpu s':>8} {'× dense':>8}"
     header += f" {'peak MiB':>9} {'× dense':>8} {'max |diff|':>11}"
     for n, repeats in SIZES:

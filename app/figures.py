@@ -208,17 +208,22 @@ def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
     return {"tickvals": vals, "ticktext": text}
 
 
-# Three states of a score entry in the tiled walk-through, each with its own colour
-# (light grey, blue, orange: distinguishable with every common colour-vision deficiency).
-PROGRESS_LABELS = ("not computed yet", "computed earlier, discarded", "this tile: held now")
-PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d")
+# The states of a score entry in the tiled walk-through, each with its own colour (light
+# grey, blue, orange, dark grey: distinguishable with every common colour-vision deficiency).
+PROGRESS_LABELS = (
+    "not computed yet",
+    "computed earlier, discarded",
+    "this tile: held now",
+    "this tile: skipped, the mask hides all of it",
+)
+PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d", "#7a7a85")
 
 
 def progress_map(
     state: np.ndarray, text: list[list[str]] | None, labels: Sequence[str], title: str
 ) -> dict[str, Any]:
     """The n × n score matrix as the tiled kernel sees it: which entries are computed, which
-    are held right now; `state` holds 0, 1, 2 (PROGRESS_LABELS), `text` the scores so far
+    are held right now; `state` holds 0 … 3 (PROGRESS_LABELS), `text` the scores so far
     (None for a large n: the colours alone, and the page stays light)."""
     hover = None
     if text is not None:

@@ -149,8 +149,8 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
 
 
 def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
-    """0 = not computed yet, 1 = computed in an earlier step, 2 = the tile held now; each
-    computed cell labelled with its score (−∞ where the mask hides it)."""
+    """0 = not computed yet, 1 = computed in an earlier step, 2 = the tile held now, 3 = the
+    tile skipped now; each computed cell labelled with its score (−∞ where the mask hides it)."""
     n, steps = len(result["tokens"]), result["steps"]
     state = steps[s]["touched"].astype(float)  # (n, n): 1 where computed so far
     text = [[""] * n for _ in range(n)] if n <= FULL_TABLES_UP_TO else None
@@ -162,8 +162,8 @@ def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
             for j, value in enumerate(row):
                 text[r0 + i][c0 + j] = fmt(value)
     current = steps[s]
-    if not current["skipped"]:
-        state[slice(*current["query_block"]), slice(*current["key_block"])] = 2
+    tile = slice(*current["query_block"]), slice(*current["key_block"])
+    state[tile] = 3 if current["skipped"] else 2
     return progress_map(state, text, result["tokens"], "Scores touched so far")
 
 

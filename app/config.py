@@ -26,6 +26,9 @@ class Settings(BaseSettings):
         description="Most cells one tiled walk-through may return: steps × n² (every step "
         "carries the n × n map of the scores touched so far).",
     )
+    max_heads: int = Field(
+        16, ge=1, le=64, description="Most query heads one /api/heads request may ask for."
+    )
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )

@@ -31,6 +31,7 @@ from math import ceil
 import numpy as np
 
 from app import attention as att
+from app import positional as pos
 from app.cost import score_entries
 
 # A mask given tile by tile: (query positions (b_q,), key positions (b_k,)) → (b_q, b_k) bool.
@@ -320,24 +321,30 @@ def decode(
     allowed: np.ndarray,
     prompt: int,
     scale: bool = True,
+    positional: pos.Positional = "none",
 ) -> Decoding:
     """Prefill x[:prompt] as one block, then decode x[prompt:] one token at a time.
 
     `allowed` must be causal (no key after its query): only then are the cached rows of K
     and V, and the outputs already produced, unaffected by tokens that arrive later.
+    Position enters row by row (x_t + PE(t), or q_t and k_t rotated by RoPE at t), so a
+    cached row never needs to change either.
     """
     if np.triu(allowed, k=1).any():
         raise ValueError("cached decoding needs a causal mask: no query may see a later key")
     n = x.shape[0]
+    x_in = pos.add_position(x, positional)  # (n, d_model): each row has its own position
     cache = KVCache(n, w_k.shape[1], w_v.shape[1])
-    cache.append(x[:prompt] @ w_k, x[:prompt] @ w_v)  # (p, d_k), (p, d_v)
-    prefill = att.attend(
-        x[:prompt] @ w_q, cache.k, cache.v, allowed[:prompt, :prompt], scale
-    )  # (p, p) scores
+    cache.append(pos.rotate(x_in[:prompt] @ w_k, positional), x_in[:prompt] @ w_v)
+    q = pos.rotate(x_in[:prompt] @ w_q, positional)  # (p, d_k)
+    prefill = att.attend(q, cache.k, cache.v, allowed[:prompt, :prompt], scale)  # (p, p) scores
     steps = []
     for t in range(prompt, n):
-        q_t, k_t, v_t = x[t] @ w_q, x[t] @ w_k, x[t] @ w_v  # only the new token is projected
-        cache.append(k_t[None, :], v_t[None, :])
-        row = att.attend(q_t[None, :], cache.k, cache.v, allowed[t : t + 1, : t + 1], scale)
-        steps.append(DecodeStep(t, q_t, k_t, v_t, row))  # row.scores: (1, t + 1)
+        row = x_in[t : t + 1]  # (1, d_model): only the new token is projected
+        q_t = pos.rotate(row @ w_q, positional, start=t)  # (1, d_k)
+        k_t = pos.rotate(row @ w_k, positional, start=t)
+        v_t = row @ w_v  # (1, d_v)
+        cache.append(k_t, v_t)
+        stages = att.attend(q_t, cache.k, cache.v, allowed[t : t + 1, : t + 1], scale)
+        steps.append(DecodeStep(t, q_t[0], k_t[0], v_t[0], stages))  # scores: (1, t + 1)
     return Decoding(prefill, steps)

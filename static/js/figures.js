@@ -48,12 +48,16 @@
 
   function draw(root) {
     if (!window.Plotly) return;
-    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
+    const plots = Array.from((root || document).querySelectorAll("[data-figure]"));
+    // Measure every position first, then draw: reading a position after plotly has changed
+    // the page would make the browser lay the whole page out again, once per figure.
+    const nearby = plots.map(function (el) { return !observer || near(el); });
+    plots.forEach(function (el, i) {
       const block = document.getElementById(el.dataset.figure);
       if (!block) return;
       pending.set(el, block.textContent);
-      if (observer && !near(el)) observer.observe(el);
-      else render(el);
+      if (nearby[i]) render(el);
+      else observer.observe(el);
     });
     if (pending.size) later(drawRest);
   }

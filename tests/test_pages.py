@@ -43,6 +43,7 @@ def test_the_worked_example_reads_as_seed_000(client: TestClient) -> None:
     "phrase",
     [
         "The query Q is what this token is looking for",
+        "Keys decide how much, values decide what",
         "so the scores are divided by √d_k",
         "A decoder hides later tokens",
         "padding is hidden everywhere",

@@ -2,5 +2,7 @@
 
 NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
+    ("/heads", "Heads and position"),
     ("/cost", "Cost calculator"),
+    ("/docs", "API"),
 ]

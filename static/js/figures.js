@@ -15,7 +15,7 @@
     : null;
   const later = window.requestIdleCallback
     ? function (job) { window.requestIdleCallback(job, { timeout: 300 }); }
-    : function (job) { window.setTimeout(job, 50); };
+    : function (job) { window.setTimeout(function () { job(null); }, 50); };
 
   function themed(layout) {
     const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
@@ -42,8 +42,14 @@
     return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
   }
 
-  function drawRest() {
-    Array.from(pending.keys()).forEach(render);
+  // One figure per idle moment, more while the moment lasts: an edit is never kept waiting
+  // behind a queue of off-screen drawing.
+  function drawRest(deadline) {
+    const next = pending.keys().next();
+    if (next.done) return;
+    render(next.value);
+    if (deadline && deadline.timeRemaining() > 20) drawRest(deadline);
+    else if (pending.size) later(drawRest);
   }
 
   function draw(root) {

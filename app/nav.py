@@ -4,5 +4,6 @@ NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
     ("/heads", "Heads and position"),
     ("/cost", "Cost calculator"),
+    ("/kernel", "Inside the kernel"),
     ("/docs", "API"),
 ]

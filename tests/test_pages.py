@@ -60,6 +60,14 @@ def test_the_page_teaches_beside_the_stages(client: TestClient, phrase: str) -> 
     assert phrase in text_of(client.get("/").text)
 
 
+def test_tokens_are_buttons_of_the_form_that_pick_the_query(client: TestClient) -> None:
+    html = section(client.get("/").text, "sec-query")
+    assert (
+        '<button type="submit" form="lab-form" name="query" value="1" class="token-pick" '
+        'data-query="1" aria-pressed="true">cat</button>'
+    ) in html
+
+
 def test_the_cost_panel_links_to_the_calculator(client: TestClient) -> None:
     assert 'href="/cost"' in section(client.get("/").text, "sec-cost")
 

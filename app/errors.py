@@ -28,6 +28,14 @@ class InputError(Exception):
         self.msg = msg
 
 
+class ModelUnavailableError(Exception):
+    """The trained model's files are not on this server: a sentence saying how to install them."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg)
+        self.msg = msg
+
+
 def field_name(loc: Sequence[str | int]) -> str:
     """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it."""
     parts = [p for p in loc if p not in ("body", "query", "path")]
@@ -66,6 +74,10 @@ async def request_validation_handler(request: Request, exc: RequestValidationErr
 async def input_error_handler(request: Request, exc: InputError) -> Any:
     error = {"loc": ["body", *exc.loc], "msg": exc.msg, "type": "value_error"}
     return JSONResponse({"detail": [error]}, status_code=422)
+
+
+async def model_unavailable_handler(request: Request, exc: ModelUnavailableError) -> Any:
+    return JSONResponse({"detail": exc.msg}, status_code=503)
 
 
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:

@@ -11,9 +11,18 @@ from typing import Any
 import numpy as np
 
 from app import attention as att
+from app import model as bert
 from app.config import Settings
 from app.errors import InputError
-from app.schemas import AttentionRequest, MaskSpec, check_limits, check_mask
+from app.model_store import load_model, word_pieces
+from app.schemas import (
+    MAX_WORD_PIECES,
+    AttentionRequest,
+    MaskSpec,
+    ModelRequest,
+    check_limits,
+    check_mask,
+)
 
 DEFAULT_D_MODEL = 4
 
@@ -151,3 +160,60 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         **stage_fields(stages),
         "query": query_breakdown(inputs.tokens, stages, inputs.query),
     }
+
+
+def check_index(name: str, value: int | None, count: int, what: str) -> None:
+    """A 0-based position must name one of the `count` things there are."""
+    if value is not None and value >= count:
+        raise InputError(
+            (name,),
+            f"{name} is {value} but there are {count} {what}, numbered 0 to {count - 1}; "
+            "pick one of those",
+        )
+
+
+def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
+    """The whole /api/model result: every head's weights, and one head's stages if asked."""
+    loaded = load_model(settings.model_dir)
+    pieces = word_pieces(loaded, req.text)
+    n = len(pieces.tokens)
+    if n > MAX_WORD_PIECES:
+        raise InputError(
+            ("text",),
+            f"text makes {n} word pieces ([CLS] and [SEP] included) but the model reads at "
+            f"most {MAX_WORD_PIECES}; shorten it",
+        )
+    config = loaded.encoder.config
+    check_index("layer", req.layer, config.layers, "layers")
+    check_index("head", req.head, config.heads, "heads in each layer")
+    query = req.query if req.query is not None else min(1, n - 1)
+    check_index("query", query, n, "word pieces")
+    stages = bert.forward(loaded.encoder, pieces.ids)
+    result: dict[str, Any] = {
+        "model": {
+            "name": loaded.name,
+            "layers": config.layers,
+            "heads": config.heads,
+            "d_head": config.d_head,
+            "d_model": config.d_model,
+            "source": loaded.source,
+        },
+        "tokens": pieces.tokens,
+        "ids": pieces.ids,
+        "special": pieces.special,
+        "weights": stages.weights,  # (layers, heads, n, n)
+        "embedding": bert.sentence_embedding(stages.layers[-1].output),
+    }
+    if req.layer is not None and req.head is not None:
+        layer = stages.layers[req.layer]
+        head = layer.heads[req.head]
+        result["head"] = {
+            "layer": req.layer,
+            "head": req.head,
+            "d_head": config.d_head,
+            "scale_factor": head.scale_factor,
+            "x": layer.x,
+            **stage_fields(head),
+            "query": query_breakdown(pieces.tokens, head, query),
+        }
+    return result

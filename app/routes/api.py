@@ -6,8 +6,14 @@ from fastapi import APIRouter, Depends
 
 from app.config import Settings, get_settings
 from app.responses import JSONResponse
-from app.schemas import AttentionRequest, AttentionResponse, ErrorResponse
-from app.service import compute_attention
+from app.schemas import (
+    AttentionRequest,
+    AttentionResponse,
+    ErrorResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from app.service import compute_attention, compute_model
 
 router = APIRouter(prefix="/api", tags=["api"])
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -18,6 +24,15 @@ ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
 def attention(req: AttentionRequest, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     return JSONResponse(compute_attention(req, settings))
+
+
+MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
+
+
+@router.post("/model", response_model=ModelResponse, responses=MODEL_ERRORS)
+def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
+    """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
+    return JSONResponse(compute_model(req, settings))
 
 
 health_router = APIRouter(tags=["health"])

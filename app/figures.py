@@ -75,3 +75,79 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+def heatmap_grid(
+    z: np.ndarray,
+    labels: Sequence[str],
+    row_titles: Sequence[str],
+    col_titles: Sequence[str],
+    selected: tuple[int, int] | None = None,
+    cell_height: int = 96,
+) -> dict[str, Any]:
+    """A rows × cols grid of small n × n heatmaps on one colour scale, 0 to 1: every head of
+    every layer at a glance. Each trace's `meta` is [row, col], for a click to pick it."""
+    rows, cols = z.shape[:2]
+    ticks = _unique(labels)
+    gap = 0.006
+    traces: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "coloraxis": {
+            "colorscale": SEQUENTIAL,
+            "cmin": 0.0,
+            "cmax": 1.0,
+            "colorbar": {"thickness": 12, "len": 0.6, "title": {"text": "weight"}},
+        },
+        "annotations": [],
+        "shapes": [],
+        "margin": {"l": 64, "r": 10, "t": 36, "b": 10},
+        "height": 46 + rows * cell_height,
+        "showlegend": False,
+    }
+    for r in range(rows):
+        for c in range(cols):
+            axis = "" if r == 0 and c == 0 else str(r * cols + c + 1)
+            x_domain = [c / cols + gap, (c + 1) / cols - gap]
+            y_domain = [1 - (r + 1) / rows + gap, 1 - r / rows - gap]
+            traces.append(
+                {
+                    "type": "heatmap",
+                    "z": np.round(z[r, c].astype(float), 3).tolist(),
+                    "x": ticks,
+                    "y": ticks,
+                    "xaxis": f"x{axis}",
+                    "yaxis": f"y{axis}",
+                    "coloraxis": "coloraxis",
+                    "meta": [r, c],
+                    "hovertemplate": f"{row_titles[r]} · {col_titles[c]}<br>"
+                    "%{y} → %{x}: %{z:.3f}<extra></extra>",
+                }
+            )
+            hidden = {"visible": False, "type": "category", "fixedrange": True}
+            layout[f"xaxis{axis}"] = {**hidden, "domain": x_domain}
+            layout[f"yaxis{axis}"] = {**hidden, "domain": y_domain, "autorange": "reversed"}
+    for r, title in enumerate(row_titles):
+        y = 1 - (r + 0.5) / rows
+        layout["annotations"].append(_grid_title(title, x=0, y=y, xanchor="right"))
+    for c, title in enumerate(col_titles):
+        x = (c + 0.5) / cols
+        layout["annotations"].append(_grid_title(title, x=x, y=1, yanchor="bottom"))
+    if selected is not None:
+        r, c = selected
+        layout["shapes"].append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "yref": "paper",
+                "x0": c / cols,
+                "x1": (c + 1) / cols,
+                "y0": 1 - (r + 1) / rows,
+                "y1": 1 - r / rows,
+                "line": {"color": "#c2410c", "width": 3},
+            }
+        )
+    return {"data": traces, "layout": layout}
+
+
+def _grid_title(text: str, **position: Any) -> dict[str, Any]:
+    return {"text": text, "xref": "paper", "yref": "paper", "showarrow": False, **position}

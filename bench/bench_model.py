@@ -1,0 +1,167 @@
+"""all-MiniLM-L6-v2 in numpy: forward-pass time, and memory per uvicorn worker.
+
+1. Forward pass at n = 8, 32 and 128 word pieces, against a floor measured in the same
+   process: the same matrix products with every head batched and nothing exposed (the
+   least any numpy implementation of this encoder must do). Run once with numpy's BLAS
+   on one thread (what the app sets, see app/__init__.py) and once on two, each in a fresh
+   process. The target is 50 ms at 32 word pieces.
+2. The work of one POST /api/model at 32 pieces without HTTP: validate, tokenize, forward,
+   serialize with orjson.
+3. Memory: `python -m app` with 2 workers on 127.0.0.1 (a free port); each worker's RSS
+   before and after it has served /api/model (the model is read once per worker).
+
+    .venv/bin/python bench/bench_model.py
+"""
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = [(8, 20), (32, 30), (128, 5)]  # (word pieces, timed repeats)
+TARGET_MS = 50.0
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def timed(fn, repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(median, min) in milliseconds after two warm-up calls."""
+    fn(), fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times)
+
+
+def child() -> None:
+    """Timings in this process; prints one JSON line."""
+    import numpy as np
+
+    from app import model as bert
+    from app.config import Settings
+    from app.model_store import load_model, word_pieces
+    from app.responses import dumps
+    from app.schemas import ModelRequest
+    from app.service import compute_model
+
+    before = rss_mib()
+    start = time.perf_counter()
+    loaded = load_model()
+    load_s = time.perf_counter() - start
+    encoder = loaded.encoder
+    h = encoder.config.heads
+
+    def floor(ids: np.ndarray) -> np.ndarray:
+        x = bert.embed(encoder, ids, np.zeros_like(ids))
+        for w in encoder.layers:
+            q, k, v = (bert.split_heads(x @ wm + b, h) for wm, b in
+                       ((w.w_q, w.b_q), (w.w_k, w.b_k), (w.w_v, w.b_v)))  # fmt: skip
+            scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # (h, n, n)
+            e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            out = (e / e.sum(axis=-1, keepdims=True)) @ v  # (h, n, d_head)
+            concat = out.transpose(1, 0, 2).reshape(len(ids), -1)
+            a = bert.layer_norm(x + concat @ w.w_o + w.b_o, w.norm_1, encoder.config.eps)
+            f = bert.gelu(a @ w.w_1 + w.b_1) @ w.w_2 + w.b_2
+            x = bert.layer_norm(a + f, w.norm_2, encoder.config.eps)
+        return x
+
+    rows = []
+    for n, repeats in SIZES:
+        ids = word_pieces(loaded, " ".join(["word"] * (n - 2))).ids
+        assert len(ids) == n
+        np.testing.assert_allclose(
+            floor(ids), bert.forward(encoder, ids).layers[-1].output, atol=1e-4
+        )
+        ours = timed(lambda ids=ids: bert.forward(encoder, ids), repeats)
+        base = timed(lambda ids=ids: floor(ids), repeats)
+        rows.append({"n": n, "ours": ours, "floor": base})
+    request = ModelRequest(text=" ".join(["word"] * 30), layer=0, head=0)
+    api = timed(lambda: dumps(compute_model(request, Settings())), 30)
+    print(json.dumps({"load_s": load_s, "rss_before": before, "rss_after": rss_mib(),
+                      "rows": rows, "api": api}))  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_memory() -> list[tuple[int, float, float]]:
+    """(pid, RSS before the model, RSS after) for each of 2 uvicorn workers."""
+    port = free_port()
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "2"}
+    server = subprocess.Popen([sys.executable, "-m", "app"], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        body = json.dumps({"text": "The cat sat on the mat."})
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while len(workers) < 2 or not _answers(port, "GET", "/healthz"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.2)
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+            workers = [int(p) for p in children.read_text().split() if _is_worker(int(p))]
+        before = {pid: rss_mib(pid) for pid in workers}
+        for _ in range(40):  # new connections, so that both workers get requests
+            _answers(port, "POST", "/api/model", body)
+        return [(pid, before[pid], rss_mib(pid)) for pid in workers]
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _is_worker(pid: int) -> bool:
+    """uvicorn's workers, not multiprocessing's resource tracker."""
+    return b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _answers(port: int, method: str, path: str, body: str | None = None) -> bool:
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request(method, path, body, {"content-type": "application/json"})
+        ok = conn.getresponse().read() is not None
+        conn.close()
+        return ok
+    except OSError:
+        return False
+
+
+def main() -> None:
+    print("all-MiniLM-L6-v2 forward pass in numpy (ms: median / min; floor = batched heads)")
+    for threads in ("1", "2"):
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        out = subprocess.run([sys.executable, __file__, "--child"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"\nBLAS threads {threads}: model read in {r['load_s']:.2f} s, "
+              f"RSS {r['rss_before']:.0f} → {r['rss_after']:.0f} MiB")  # fmt: skip
+        print(f"{'n':>5} {'ours':>16} {'floor':>16} {'ours/floor':>11} {'ours/50 ms':>11}")
+        for row in r["rows"]:
+            (om, on), (fm, fn) = row["ours"], row["floor"]
+            print(f"{row['n']:>5} {om:>7.1f} / {on:>6.1f} {fm:>7.1f} / {fn:>6.1f} "
+                  f"{om / fm:>11.2f} {om / TARGET_MS:>11.2f}")  # fmt: skip
+        am, an = r["api"]
+        print(f"/api/model work at n = 32 (validate, tokenize, forward, orjson): "
+              f"{am:.1f} / {an:.1f} ms")  # fmt: skip
+    print("\nMemory per uvicorn worker (python -m app, WORKERS=2), MiB RSS:")
+    for pid, before, after in worker_memory():
+        print(f"  worker {pid}: {before:.0f} before the model, {after:.0f} after")
+
+
+if __name__ == "__main__":
+    child() if sys.argv[1:] == ["--child"] else main()

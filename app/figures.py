@@ -14,9 +14,9 @@ LABEL_CELLS_UP_TO = 12
 Scale = Literal["sequential", "diverging"]
 
 
-def cell_text(z: np.ndarray, digits: int = 3) -> list[list[str]]:
-    """Values printed in the cells; hidden (non-finite) entries read −∞."""
-    return [[f"{v:.{digits}f}" if np.isfinite(v) else "−∞" for v in row] for row in z]
+def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
+    """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
+    return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
 
 
 def heatmap(
@@ -28,14 +28,20 @@ def heatmap(
     x_title: str = "key",
     y_title: str = "query",
     hover: list[list[str]] | None = None,
+    hidden: np.ndarray | None = None,
+    hidden_text: str = "−∞",
 ) -> dict[str, Any]:
-    """One matrix as a heatmap: rows top to bottom as in the tables, −∞ cells left blank
-    (the page's background shows through) and labelled −∞ when the cells are labelled."""
+    """One matrix as a heatmap: rows top to bottom as in the tables. Hidden cells (−∞, or
+    where `hidden` is true) are left blank so the grey plot background shows through, and
+    read `hidden_text` when the cells are labelled. z is rounded to 4 decimals: it only
+    picks colours, and the JSON stays small at n = 256."""
     z = np.asarray(z, dtype=float)
-    finite = np.where(np.isfinite(z), z, np.nan)
+    if hidden is not None:
+        z = np.where(hidden, -np.inf, z)
+    finite = np.round(np.where(np.isfinite(z), z, np.nan), 4)
     trace: dict[str, Any] = {
         "type": "heatmap",
-        "z": [[None if np.isnan(v) else float(v) for v in row] for row in finite],
+        "z": finite,  # orjson writes NaN as null: a gap
         "x": _unique(x_labels),
         "y": _unique(y_labels),
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
@@ -50,7 +56,7 @@ def heatmap(
     else:
         trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
     if max(z.shape) <= LABEL_CELLS_UP_TO:
-        trace["text"] = cell_text(z)
+        trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
         trace["customdata"] = hover
@@ -58,10 +64,10 @@ def heatmap(
     return {
         "data": [trace],
         "layout": {
-            "title": {"text": title},
+            "title": {"text": title, "y": 0.98, "yanchor": "top"},
             "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
             "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
-            "margin": {"l": 70, "r": 10, "t": 70, "b": 10},
+            "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
             "height": 320,
         },
     }

@@ -68,17 +68,26 @@ def test_one_heads_stages(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "loc", "says"),
     [
-        ({"text": ""}, ["body", "text"], "at least 1 character"),
+        ({"text": ""}, ["body", "text"], "text is empty; type a sentence"),
         ({"text": "   "}, ["body", "text"], "text has no words"),
-        ({"text": "a" * 1001}, ["body", "text"], "at most 1000 characters"),
+        ({"text": "a" * 1001}, ["body", "text"], "longer than 1000 characters"),
         ({"text": "word " * 127}, ["body", "text"], "129 word pieces"),
         ({"text": SENTENCE, "layer": 6, "head": 0}, ["body", "layer"], "numbered 0 to 5"),
         ({"text": SENTENCE, "layer": 0, "head": 12}, ["body", "head"], "numbered 0 to 11"),
-        ({"text": SENTENCE, "layer": -1, "head": 0}, ["body", "layer"], "greater than or equal"),
-        ({"text": SENTENCE, "layer": 1}, ["body"], "give both"),
+        (
+            {"text": SENTENCE, "layer": -1, "head": 0},
+            ["body", "layer"],
+            "layer is -1 but must be at least 0",
+        ),
+        ({"text": SENTENCE, "layer": 1}, ["body", "head"], "give both"),
+        ({"text": SENTENCE, "query": 1}, ["body", "query"], "needs layer and head"),
         ({"text": SENTENCE, "layer": 1, "head": 1, "query": 9}, ["body", "query"], "0 to 8"),
-        ({"text": SENTENCE, "colour": "red"}, ["body", "colour"], "not permitted"),
-        ({}, ["body", "text"], "required"),
+        (
+            {"text": SENTENCE, "colour": "red"},
+            ["body", "colour"],
+            "colour is not a field of this request",
+        ),
+        ({}, ["body", "text"], "text is required"),
     ],
 )
 def test_bad_input_is_a_422_that_names_the_field(

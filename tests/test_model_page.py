@@ -45,7 +45,7 @@ def test_the_page_shows_the_same_numbers_as_the_api(client: TestClient) -> None:
     assert pieces[: len(api.json()["tokens"])] == api.json()["tokens"]
     weights = figure_data(html, "fig-weights")["data"][0]["z"]
     np.testing.assert_allclose(weights, head["weights"], atol=5e-5)
-    q = figure_data(html, "fig-q")["data"][0]["z"]
+    q = figure_data(html, "proj-q")["data"][0]["z"]
     np.testing.assert_allclose(q, head["q"], atol=5e-5)
     query_table = html.split('id="query-table"')[1].split("</table>")[0]
     assert f"{head['query']['rows'][0]['weight']:.3f}" in query_table
@@ -66,8 +66,8 @@ def test_special_tokens_can_be_hidden(client: TestClient) -> None:
     ("params", "status", "says"),
     [
         ({"layer": "9"}, 422, "layer is 9 but there are 6 layers"),
-        ({"head": "x"}, 422, "head: input should be a valid integer"),
-        ({"text": ""}, 422, "text: string should have at least 1 character"),
+        ({"head": "x"}, 422, 'head must be a whole number such as 2, not "x"'),
+        ({"text": ""}, 422, "text is empty; type a sentence"),
         ({"text": "word " * 200}, 422, "202 word pieces"),
     ],
 )

@@ -2,11 +2,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Body, Depends
 
 from app.config import Settings, get_settings
+from app.requests import JSONRoute
 from app.responses import JSONResponse
 from app.schemas import (
+    WORKED_EXAMPLE_REQUEST,
     AttentionRequest,
     AttentionResponse,
     ErrorResponse,
@@ -15,13 +17,20 @@ from app.schemas import (
 )
 from app.service import compute_attention, compute_model
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
+WORKED_EXAMPLE = {
+    "worked": {
+        "summary": 'The worked example "The cat sleeps" (the same as {})',
+        "value": WORKED_EXAMPLE_REQUEST,
+    }
+}
+AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
-def attention(req: AttentionRequest, settings: SettingsDep) -> JSONResponse:
+def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     return JSONResponse(compute_attention(req, settings))
 

@@ -27,11 +27,11 @@ def test_a_click_in_the_grid_opens_that_heads_stages(page: Page) -> None:
 
     api = page.request.post("/api/model", data={"text": SENTENCE, "layer": 2, "head": 5})
     head = api.json()["head"]
-    weights_table = page.locator("#table-weights tbody tr")
+    weights_table = page.locator("#fig-weights-table tbody tr")
     expect(weights_table).to_have_count(len(api.json()["tokens"]))
     cells = weights_table.nth(3).locator("td")
     expect(cells).to_have_text([fmt(w) for w in head["weights"][3]])
-    q_cells = page.locator("#table-q tbody tr").nth(1).locator("td")
+    q_cells = page.locator("#proj-q-table tbody tr").nth(1).locator("td")
     expect(q_cells).to_have_count(32)
     expect(q_cells).to_have_text([fmt(v) for v in head["q"][1]])
     expect(page.locator("#query-table tbody tr").first.locator("td").nth(2)).to_have_text(
@@ -46,5 +46,5 @@ def test_hiding_special_tokens_keeps_the_url(page: Page) -> None:
     page.check("input[name=hide_special]")
     page.click("button[type=submit]")
     page.wait_for_url("**hide_special=on*")
-    expect(page.locator("#table-weights thead th")).to_have_text(["row", "hello", "there"])
+    expect(page.locator("#fig-weights-table thead th")).to_have_text(["row", "hello", "there"])
     expect(page.locator("#pieces li")).to_have_text(["[CLS]", "hello", "there", "[SEP]"])

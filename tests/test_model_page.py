@@ -32,7 +32,8 @@ def test_default_page_shows_the_grid_and_head_0_of_layer_0(client: TestClient) -
         assert sentence in html
     assert "A large weight does not explain" in html
     grid = figure_data(response.text, "fig-grid")
-    assert len(grid["data"]) == 6 * 12
+    n = 13  # "The cat sat on the mat because it was tired." with [CLS] and [SEP]
+    assert np.shape(grid["data"][0]["z"]) == (6 * (n + 1) - 1, 12 * (n + 1) - 1)
     go.Figure(grid)  # plotly's own validation
 
 
@@ -55,11 +56,12 @@ def test_the_page_shows_the_same_numbers_as_the_api(client: TestClient) -> None:
 def test_special_tokens_can_be_hidden(client: TestClient) -> None:
     html = client.get("/model", params={"text": SENTENCE, "hide_special": "on"}).text
     grid = figure_data(html, "fig-grid")
-    assert grid["data"][0]["x"] == ["the", "cat", "sat", "on", "the (2)", "mat", "."]
+    keys = ["the", "cat", "sat", "on", "the (2)", "mat", "."]
+    assert grid["data"][0]["x"][:8] == [f"head 0 · key {t}" for t in [*keys, ""]]
     assert len(figure_data(html, "fig-weights")["data"][0]["z"]) == 7
     assert "no longer adds up to 1" in html
     shown = client.get("/model", params={"text": SENTENCE}).text
-    assert figure_data(shown, "fig-grid")["data"][0]["x"][0] == "[CLS]"
+    assert figure_data(shown, "fig-grid")["data"][0]["x"][0] == "head 0 · key [CLS]"
 
 
 @pytest.mark.parametrize(
@@ -93,15 +95,21 @@ def test_nav_links_the_model_page(client: TestClient) -> None:
     assert 'href="/model"' in client.get("/").text
 
 
-def test_grid_marks_the_selected_head_and_carries_its_place() -> None:
-    z = np.full((2, 3, 2, 2), 0.5)
+def test_grid_tiles_every_head_with_gaps_and_marks_the_selected_one() -> None:
+    z = np.arange(2 * 3 * 2 * 2, dtype=float).reshape(2, 3, 2, 2) / 24  # 2 layers, 3 heads, n = 2
     fig = heatmap_grid(z, ["a", "b"], ["layer 0", "layer 1"], ["h0", "h1", "h2"], (1, 2))
     go.Figure(fig)
-    assert [t["meta"] for t in fig["data"]] == [[r, c] for r in range(2) for c in range(3)]
+    (trace,) = fig["data"]
+    tiled = trace["z"]
+    assert tiled.shape == (2 * 3 - 1, 3 * 3 - 1)
+    np.testing.assert_array_equal(tiled[3:5, 6:8], np.round(z[1, 2], 3))  # block (1, 2)
+    assert np.isnan(tiled[2]).all()  # the gap between the layers
+    assert np.isnan(tiled[:, 5]).all()  # the gap between heads 1 and 2
+    assert trace["meta"] == {"block": 3}
+    assert trace["y"][3] == "layer 1 · query a"
+    assert trace["x"][7] == "h2 · key b"
     (box,) = fig["layout"]["shapes"]
-    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == pytest.approx((2 / 3, 1, 0, 0.5))
-    assert fig["data"][5]["xaxis"] == "x6"
-    assert fig["layout"]["xaxis6"]["domain"][1] < 1
+    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (5.5, 7.5, 2.5, 4.5)
 
 
 def test_strongest_keys_average_over_queries() -> None:

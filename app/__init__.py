@@ -3,12 +3,12 @@
 import os
 from pathlib import Path
 
-# One BLAS thread per process, set before numpy loads (the environment may still override
-# it): the server runs in parallel through its uvicorn workers, and BLAS threads fighting
-# them for the same cores made the trained model's forward pass several times slower
-# (bench/bench_model.py measures both).
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+# The matrices here have at most a few hundred rows: a BLAS thread pool cannot speed them up,
+# and under load (several workers on a shared machine) its spinning threads made the numpy
+# work 5–7× slower in bench/bench_api.py. One BLAS thread per process unless the environment
+# says otherwise; this runs before anything imports numpy.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = ROOT / "templates"

@@ -6,6 +6,7 @@ with FastAPI's usual body, each `msg` starting with the field it is about.
 """
 
 import logging
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -20,12 +21,25 @@ log = logging.getLogger("attention_lab")
 
 
 class InputError(Exception):
-    """Input a student can fix: where it is (`loc`, without "body") and what to do."""
+    """Input a student can fix: where it is (`loc`, without "body") and what to do.
 
-    def __init__(self, loc: Sequence[str | int], msg: str) -> None:
+    `source` is where the field came from: "body" (JSON) or "query" (URL parameters).
+    """
+
+    def __init__(self, loc: Sequence[str | int], msg: str, source: str = "body") -> None:
         super().__init__(msg)
         self.loc = tuple(loc)
         self.msg = msg
+        self.source = source
+
+
+class BusyError(Exception):
+    """The server is doing this work for someone else right now: 503, try again shortly."""
+
+    def __init__(self, msg: str, retry_after_s: int = 10) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.retry_after_s = retry_after_s
 
 
 class ModelUnavailableError(Exception):
@@ -37,8 +51,12 @@ class ModelUnavailableError(Exception):
 
 
 def field_name(loc: Sequence[str | int]) -> str:
-    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it."""
-    parts = loc[1:] if loc and loc[0] in LOCATIONS else loc
+    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it.
+
+    FastAPI puts where a value came from first ("body", or "query" for a query parameter);
+    a model validated in Python has no such prefix, and ("query",) is its field `query`."""
+    where = loc[0] if loc else None
+    parts = loc[1:] if where == "body" or (where in LOCATIONS and len(loc) > 1) else loc
     name = ""
     for part in parts:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
@@ -61,7 +79,7 @@ SENTENCES = {
     "dict_type": "{field} must be an object in curly braces, not {got}",
     "model_type": "{field} must be an object in curly braces, not {got}",
     "model_attributes_type": "{field} must be an object in curly braces, not {got}",
-    "finite_number": "{field} must be a finite number, not {got}",
+    "finite_number": "{field} must be a finite number, not {got}; JSON has no NaN or Infinity",
     "greater_than_equal": "{field} is {got} but must be at least {ge}",
     "less_than_equal": "{field} is {got} but must be at most {le}",
     "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
@@ -79,6 +97,8 @@ def describe(value: Any) -> str:
     """A value as a short piece of JSON for a message (containers by kind, not content)."""
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
@@ -137,8 +157,13 @@ async def request_validation_handler(request: Request, exc: RequestValidationErr
 
 
 async def input_error_handler(request: Request, exc: InputError) -> Any:
-    error = {"loc": ["body", *exc.loc], "msg": exc.msg, "type": "value_error"}
+    error = {"loc": [exc.source, *exc.loc], "msg": exc.msg, "type": "value_error"}
     return JSONResponse({"detail": [error]}, status_code=422)
+
+
+async def busy_handler(request: Request, exc: BusyError) -> Any:
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
 
 
 async def model_unavailable_handler(request: Request, exc: ModelUnavailableError) -> Any:

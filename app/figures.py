@@ -1,22 +1,47 @@
 """Figure dicts in plotly's figure schema. Plain dicts: microseconds to build, validated by
 plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+
+from app.cost import BINARY_UNITS
 
 # Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu"
 LABEL_CELLS_UP_TO = 12
+GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
 Scale = Literal["sequential", "diverging"]
 
 
+def plotly_text(text: str) -> str:
+    """Text shown as typed: plotly reads a few HTML tags in labels and decodes entities, so
+    token text like "<b>" or "<img …>" is written as entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
+    if value is None:
+        return "−∞"
+    number = float(value)
+    if math.isinf(number):
+        return "−∞" if number < 0 else "∞"
+    text = f"{number:.{digits}f}"
+    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
+        text = text[1:] if float(text) == 0 else "−" + text[1:]
+    return text
+
+
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
-    """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
-    return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
+    """Values printed in the cells as the tables print them; hidden (non-finite) entries
+    read `hidden_text`."""
+    return [[fmt(v, digits) if np.isfinite(v) else hidden_text for v in row] for row in z]
 
 
 def heatmap(
@@ -43,11 +68,9 @@ def heatmap(
         "type": "heatmap",
         "z": finite,  # orjson writes NaN as null: a gap
         "x": _unique(x_labels),
-        "y": _unique(y_labels),
+        "y": _unique(y_labels),  # category labels, escaped by _unique
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
         "colorbar": {"thickness": 12, "len": 0.9},
-        "xgap": 1,
-        "ygap": 1,
         "hoverongaps": True,
     }
     if scale == "diverging":
@@ -55,16 +78,18 @@ def heatmap(
         trace["reversescale"] = True
     else:
         trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
+    if max(z.shape) <= GAPS_UP_TO:
+        trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
-        trace["customdata"] = hover
+        trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     return {
         "data": [trace],
         "layout": {
-            "title": {"text": title, "y": 0.98, "yanchor": "top"},
+            "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
             "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
             "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
             "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
@@ -74,12 +99,13 @@ def heatmap(
 
 
 def _unique(labels: Sequence[str]) -> list[str]:
-    """Category axes merge equal labels; number repeats so every row keeps its own line."""
+    """Category axes merge equal labels; number repeats so every row keeps its own line.
+    Labels are escaped for plotly."""
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+        out.append(plotly_text(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out
 
 
@@ -147,3 +173,102 @@ def heatmap_grid(
 
 def _grid_title(text: str, **position: Any) -> dict[str, Any]:
     return {"text": text, "xref": "x", "yref": "y", "showarrow": False, **position}
+
+
+# ---------------------------------------------------------------- growth against length
+
+LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")  # Okabe–Ito
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: a name, its y values over the chart's x, hover text per point."""
+
+    name: str
+    y: Sequence[float]
+    hover: Sequence[str] | None = None
+    dash: str = "solid"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One labelled point (the chosen length, the GPU's capacity)."""
+
+    name: str
+    x: float
+    y: float
+    text: str
+    symbol: str = "circle"
+
+
+def log_log_lines(
+    x: Sequence[float],
+    series: Sequence[Series],
+    title: str,
+    y_title: str,
+    markers: Sequence[Marker] = (),
+    x_title: str = "sequence length n (tokens)",
+    y_ticks: dict[str, list[Any]] | None = None,
+    mode: str = "lines",
+) -> dict[str, Any]:
+    """Curves against sequence length on log–log axes: a power law is a straight line,
+    n² rising twice as steeply as n."""
+    traces: list[dict[str, Any]] = []
+    for i, s in enumerate(series):
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "mode": mode,
+            "name": s.name,
+            "x": [float(v) for v in x],
+            "y": [float(v) if v > 0 else None for v in s.y],
+            "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": s.dash},
+        }
+        if s.hover is not None:
+            trace["customdata"] = list(s.hover)
+            trace["hovertemplate"] = "n = %{x:,}<br>%{customdata}<extra>" + s.name + "</extra>"
+        traces.append(trace)
+    for m in markers:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": m.name,
+                "x": [float(m.x)],
+                "y": [float(m.y)],
+                "text": [m.text],
+                "textposition": "top left",
+                "marker": {
+                    "size": 11,
+                    "symbol": m.symbol,
+                    "color": "#000000",
+                    "line": {"width": 2, "color": "#ffffff"},
+                },
+                "hovertemplate": f"{m.name}<br>%{{text}}<extra></extra>",
+            }
+        )
+    y_axis: dict[str, Any] = {"title": {"text": y_title}, "type": "log"}
+    if y_ticks:
+        y_axis.update(tickmode="array", **y_ticks)
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": title},
+            "xaxis": {"title": {"text": x_title}, "type": "log"},
+            "yaxis": y_axis,
+            "legend": {"orientation": "h", "y": -0.25},
+            "margin": {"l": 80, "r": 20, "t": 60, "b": 60},
+            "height": 460,
+        },
+    }
+
+
+def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
+    """Ticks at 1 KiB, 1 MiB, 1 GiB … (every 2¹⁰) between lo and hi, labelled with the unit."""
+    vals: list[float] = []
+    text: list[str] = []
+    for power, unit in enumerate(BINARY_UNITS):
+        value = 1024.0**power
+        if lo / 1024 <= value <= hi * 1024:
+            vals.append(value)
+            text.append(f"1 {unit.rstrip('s')}" if power == 0 else f"1 {unit}")
+    return {"tickvals": vals, "ticktext": text}

@@ -2,12 +2,13 @@
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.middleware.gzip import GZipMiddleware
 
 from app import STATIC_DIR, errors
 from app.config import Settings, get_settings
 from app.limits import BodySizeLimit
+from app.measure import MeasurementCache
 from app.routes import api, assets, pages
 
 
@@ -19,19 +20,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
     )
     application.dependency_overrides[get_settings] = lambda: settings
+    application.state.measurements = MeasurementCache(
+        settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
+    )
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
+    application.add_exception_handler(errors.BusyError, errors.busy_handler)
     application.add_exception_handler(
         errors.ModelUnavailableError, errors.model_unavailable_handler
     )
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # Pages, fragments and JSON travel compressed (plotly.js arrives already gzipped).
+    application.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)
     application.include_router(assets.router)
-    application.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 
 

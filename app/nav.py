@@ -2,5 +2,6 @@
 
 NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
+    ("/cost", "Cost calculator"),
     ("/model", "A trained model"),
 ]

@@ -1,11 +1,13 @@
 """Request and response shapes: the contract of shared/API.md, with the limits in Field(...).
 
-Shape checks that involve several fields (x against W_Q, padding against the tokens) live in
-model validators and raise a sentence a student can act on. Limits that come from the
-settings (how many tokens, how wide) are checked by `check_limits`, since they can change.
+Shape checks between given fields (x against W_Q, W_Q against W_K) live in the model
+validator and raise `_fail(kind, message, loc)`: a sentence a student can act on, reported
+at the field to change, like pydantic's own errors. What needs the defaults filled in (the
+mask and the query against the number of tokens) or the settings (how many tokens, how
+wide) is checked by `check_mask` and `check_limits`, which raise InputError at the field.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -36,15 +38,16 @@ Flag = Annotated[bool, Field(strict=True)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
 
 
-def _fail(loc: str | tuple[str | int, ...], kind: str, message: str) -> ValidationError:
+def _fail(kind: str, message: str, loc: str | tuple[str | int, ...] = ()) -> ValidationError:
     """A problem found by comparing fields, reported at the field to fix (`loc`, as pydantic
-    reports its own errors), not at the whole body. Raised inside a validator, pydantic keeps it."""
+    reports its own errors) rather than at the whole body. Raised inside a validator, it
+    reaches the caller as it is, loc and all."""
     line = InitErrorDetails(
         type=PydanticCustomError(kind, message),
         loc=(loc,) if isinstance(loc, str) else loc,
         input=None,
     )
-    return ValidationError.from_exception_data("AttentionRequest", [line])
+    return ValidationError.from_exception_data("request", [line])
 
 
 def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:
@@ -53,10 +56,10 @@ def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...
     for i, row in enumerate(matrix):
         if len(row) != width:
             raise _fail(
-                (*(loc or (name,)), i),
                 "ragged_matrix",
                 f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
                 "every row of a matrix needs the same length",
+                (*(loc or (name,)), i),
             )
     return width
 
@@ -129,10 +132,10 @@ class AttentionRequest(BaseModel):
             width = matrix_width(name, w)
             if len(w) != d_model:
                 raise _fail(
-                    name,
                     "shape_mismatch",
                     f"{name} has {len(w)} rows but {self._d_model_source()} "
                     f"(d_model = {d_model}); {name} needs one row per number of an x row",
+                    name,
                 )
             expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
             if expected is not None and width != expected:
@@ -143,7 +146,7 @@ class AttentionRequest(BaseModel):
                     else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
                 )
                 said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
-                raise _fail(name, "shape_mismatch", f"{name} has {width} columns but {said}; {fix}")
+                raise _fail("shape_mismatch", f"{name} has {width} columns but {said}; {fix}", name)
         return self
 
     def first_given(self, names: tuple[str, ...], default: str = "") -> str:
@@ -171,16 +174,16 @@ class AttentionRequest(BaseModel):
                 else f"tokens was left out, so the worked example's {n} tokens are used"
             )
             raise _fail(
-                "x",
                 "shape_mismatch",
                 f"x has {len(self.x)} rows but {given}; give one row of x per token",
+                "x",
             )
         if self.d_model is not None and width != self.d_model:
             raise _fail(
-                "d_model",
                 "shape_mismatch",
                 f"d_model is {self.d_model} but each x row has {width} numbers; "
                 "leave d_model out or make them agree",
+                "d_model",
             )
 
     def given_d_model(self) -> int | None:
@@ -321,6 +324,61 @@ class ModelPageParams(BaseModel):
 
     def request(self) -> ModelRequest:
         return ModelRequest(text=self.text, layer=self.layer, head=self.head, query=self.query)
+
+
+# ---------------------------------------------------------------- cost calculator
+
+MAX_SEQ_LEN = 1_000_000_000
+MAX_COUNT = 65_536
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+
+
+class CostQuery(BaseModel):
+    """GET /api/cost and the /cost page: one attention configuration at one length.
+
+    Query parameters, so values arrive as text; an empty form field means "not given".
+    A `preset` fills every attention field the query leaves out.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq_len: int = Field(4096, ge=1, le=MAX_SEQ_LEN, description="Tokens in one sequence: n.")
+    heads: Count | None = Field(None, description="Query heads h (default 1).")
+    kv_heads: Count | None = Field(
+        None, description="Key/value heads g, dividing h: g = h MHA, 1 < g < h GQA, g = 1 MQA."
+    )
+    head_dim: Count | None = Field(None, description="Width of one head, d_head (default 128).")
+    layers: Count | None = Field(None, description="Layers L (default 1).")
+    batch: int = Field(1, ge=1, le=MAX_COUNT, description="Sequences processed together.")
+    bytes_per_element: float | None = Field(
+        None,
+        ge=0.5,
+        le=8,
+        multiple_of=0.5,
+        allow_inf_nan=False,
+        description="Bytes per stored number, in halves (default 2; 0.5 for int4); or `dtype`.",
+    )
+    dtype: Literal["fp32", "fp16", "bf16", "fp8", "int4"] | None = Field(
+        None, description="Element type: fp32 4 bytes, fp16/bf16 2, fp8 1, int4 half a byte."
+    )
+    window: int | None = Field(
+        None, ge=1, le=MAX_SEQ_LEN, description="Sliding window w; none: full attention."
+    )
+    window_layers: Count | None = Field(
+        None, description="How many layers use the window (default all); the rest are global."
+    )
+    gpu_memory_gib: float = Field(
+        24.0, gt=0, le=1_048_576, allow_inf_nan=False, description="GPU memory in GiB (2³⁰ B)."
+    )
+    preset: str | None = Field(None, description="A model id from GET /api/cost/models.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def empty_means_absent(cls, data: Any) -> Any:
+        """A blank form field (`window=`) is a field left out, not the text ""."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v != ""}
+        return data
 
 
 # ---------------------------------------------------------------- responses

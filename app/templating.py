@@ -4,7 +4,6 @@ Templates only format finished values; these filters are the formatting.
 """
 
 import hashlib
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -13,26 +12,35 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from app import STATIC_DIR, TEMPLATES_DIR
+from app.figures import fmt
 from app.nav import NAV
 from app.responses import dumps
 from app.routes.assets import PLOTLY_URL
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
-    if value is None:
-        return "−∞"
-    number = float(value)
-    if math.isinf(number):
-        return "−∞" if number < 0 else "∞"
-    text = f"{number:.{digits}f}"
-    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
-        text = text[1:] if float(text) == 0 else "−" + text[1:]
-    return text
-
-
 def fmt_vector(values: Any, digits: int = 2) -> str:
     return "[" + ", ".join(fmt(v, digits) for v in values) + "]"
+
+
+def fmt_int(value: Any) -> str:
+    """An exact count with thousands separators: 16,777,216."""
+    if value is None:
+        return "—"
+    return f"{value:,}" if isinstance(value, int) else f"{float(value):,.0f}"
+
+
+SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
+
+
+def fmt_si(value: Any, unit: str = "") -> str:
+    """A large count in powers of 1000, as FLOPs are counted: 8.59 G, 1.2 T (never 2¹⁰)."""
+    number = float(value)
+    power = 0
+    while abs(number) >= 1000 and power + 1 < len(SI_PREFIXES):
+        number /= 1000
+        power += 1
+    text = f"{number:.3g}" if power else f"{number:g}"
+    return f"{text} {SI_PREFIXES[power]}{unit}".strip()
 
 
 @lru_cache(maxsize=64)
@@ -54,6 +62,8 @@ environment = Environment(
     extensions=["jinja2.ext.i18n"],
 )
 environment.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
-environment.filters.update(fmt=fmt, fmt_vector=fmt_vector, json_data=json_data)
+environment.filters.update(
+    fmt=fmt, fmt_vector=fmt_vector, json_data=json_data, fmt_int=fmt_int, fmt_si=fmt_si
+)
 environment.globals.update(nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url)
 templates = Jinja2Templates(env=environment)

@@ -84,3 +84,10 @@ def test_long_text_is_not_cut_silently() -> None:
     pieces = word_pieces(load_model(), "word " * 200)
     assert len(pieces.tokens) == 202
     assert pieces.tokens[-1] == "[SEP]"
+
+
+@pytest.mark.parametrize("path", ["Makefile", "Dockerfile"])
+def test_install_steps_pin_the_version_the_hint_names(path: str) -> None:
+    text = (Path(__file__).resolve().parents[1] / path).read_text()
+    assert f"{model_store.PACKAGE}=={model_store.PACKAGE_VERSION}" in text
+    assert "--no-deps" in text

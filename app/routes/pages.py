@@ -11,8 +11,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
 from app.config import Settings, get_settings
+from app.cost_views import cost_page_context
 from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
+from app.routes.api import MeasurementsDep
 from app.templating import templates
 from app.views import lab_context, model_page, stages_csv
 
@@ -33,14 +35,18 @@ def problems_json(page: LabPage) -> JSONResponse:
 
 
 @router.get("/", response_class=HTMLResponse)
-def lab(request: Request, page: LabDep, fragment: bool = False) -> Response:
+def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
-    renders the page with its problems next to the controls (422)."""
-    if page.action and page.ok and not fragment:
+    renders the page with its problems next to the controls (422). The live fragment answers
+    200 either way: a half-typed number is a normal moment of editing, not a failed request
+    (its messages carry data-problems). `fragment=results` leaves the controls out."""
+    if fragment:
+        context = {**lab_context(page), "with_editor": fragment != "results"}
+        return templates.TemplateResponse(request, "_lab_fragment.html", context)
+    if page.action and page.ok:
         return RedirectResponse(f"/?{page.query}", status_code=303)
-    template = "_lab_fragment.html" if fragment else "lab.html"
     status = 200 if page.ok else 422
-    return templates.TemplateResponse(request, template, lab_context(page), status_code=status)
+    return templates.TemplateResponse(request, "lab.html", lab_context(page), status_code=status)
 
 
 @router.get("/lab.json")
@@ -56,6 +62,12 @@ def lab_csv(page: LabDep) -> Response:
         return problems_json(page)
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+
+
+@router.get("/cost", response_class=HTMLResponse)
+def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
+    context, status = cost_page_context(dict(request.query_params), measurements)
+    return templates.TemplateResponse(request, "cost.html", context, status_code=status)
 
 
 @router.get("/model", response_class=HTMLResponse)

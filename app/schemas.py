@@ -293,13 +293,13 @@ class ModelRequest(BaseModel):
         if (self.layer is None) != (self.head is None):
             given, other = ("layer", "head") if self.head is None else ("head", "layer")
             raise _fail(
-                other,
                 "missing_pair",
                 f"{given} is given but {other} is not; give both to see one head, or neither",
+                other,
             )
         if self.query is not None and self.layer is None:
             raise _fail(
-                "query", "missing_pair", "query needs layer and head: it is a row of that head"
+                "missing_pair", "query needs layer and head: it is a row of that head", "query"
             )
         return self
 

@@ -16,12 +16,15 @@
 import http.client
 import json
 import os
-import socket
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_api import median_seconds, running_app
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = [(8, 20), (32, 30), (128, 5)]  # (word pieces, timed repeats)
@@ -33,17 +36,6 @@ def rss_mib(pid: int | str = "self") -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
-
-
-def timed(fn, repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """(median, min) in milliseconds after two warm-up calls."""
-    fn(), fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), min(times)
 
 
 def child() -> None:
@@ -85,64 +77,44 @@ def child() -> None:
         np.testing.assert_allclose(
             floor(ids), bert.forward(encoder, ids).layers[-1].output, atol=1e-4
         )
-        ours = timed(lambda ids=ids: bert.forward(encoder, ids), repeats)
-        base = timed(lambda ids=ids: floor(ids), repeats)
-        rows.append({"n": n, "ours": ours, "floor": base})
+        ours, base = median_seconds(
+            [lambda ids=ids: bert.forward(encoder, ids), lambda ids=ids: floor(ids)], repeats
+        )
+        rows.append({"n": n, "ours": ours * 1e3, "floor": base * 1e3})
     request = ModelRequest(text=" ".join(["word"] * 30), layer=0, head=0)
-    api = timed(lambda: dumps(compute_model(request, Settings())), 30)
+    (api,) = median_seconds([lambda: dumps(compute_model(request, Settings()))], 30)
     print(json.dumps({"load_s": load_s, "rss_before": before, "rss_after": rss_mib(),
-                      "rows": rows, "api": api}))  # fmt: skip
+                      "rows": rows, "api": api * 1e3}))  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def worker_memory() -> list[tuple[int, float, float]]:
-    """(pid, RSS before the model, RSS after) for each of 2 uvicorn workers."""
-    port = free_port()
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "2"}
-    server = subprocess.Popen([sys.executable, "-m", "app"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        body = json.dumps({"text": "The cat sat on the mat."})
-        deadline = time.monotonic() + 60
-        workers: list[int] = []
-        while len(workers) < 2 or not _answers(port, "GET", "/healthz"):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.2)
-            children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
-            workers = [int(p) for p in children.read_text().split() if _is_worker(int(p))]
-        before = {pid: rss_mib(pid) for pid in workers}
-        for _ in range(40):  # new connections, so that both workers get requests
-            _answers(port, "POST", "/api/model", body)
-        return [(pid, before[pid], rss_mib(pid)) for pid in workers]
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-
-
-def _is_worker(pid: int) -> bool:
+def is_worker(pid: int) -> bool:
     """uvicorn's workers, not multiprocessing's resource tracker."""
     return b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
-def _answers(port: int, method: str, path: str, body: str | None = None) -> bool:
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request(method, path, body, {"content-type": "application/json"})
-        ok = conn.getresponse().read() is not None
-        conn.close()
-        return ok
-    except OSError:
-        return False
+def worker_memory() -> list[tuple[int, float, float]]:
+    """(pid, RSS before the model, RSS after) for each of 2 uvicorn workers."""
+    with running_app(workers=2) as port:
+        (server,) = children(os.getpid())
+        workers = [pid for pid in children(server) if is_worker(pid)]
+        before = {pid: rss_mib(pid) for pid in workers}
+        body = json.dumps({"text": "The cat sat on the mat."})
+        for _ in range(40):  # a new connection each time, so that both workers get some
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("POST", "/api/model", body, {"content-type": "application/json"})
+            conn.getresponse().read()
+            conn.close()
+        return [(pid, before[pid], rss_mib(pid)) for pid in workers]
 
 
 def main() -> None:
-    print("all-MiniLM-L6-v2 forward pass in numpy (ms: median / min; floor = batched heads)")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print("all-MiniLM-L6-v2 forward pass in numpy: median ms, ours and the floor taking turns")
+    print(f"load average before: {load} on {os.cpu_count()} CPUs")
     for threads in ("1", "2"):
         env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
         out = subprocess.run([sys.executable, __file__, "--child"], cwd=ROOT, env=env,
@@ -150,14 +122,12 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"\nBLAS threads {threads}: model read in {r['load_s']:.2f} s, "
               f"RSS {r['rss_before']:.0f} → {r['rss_after']:.0f} MiB")  # fmt: skip
-        print(f"{'n':>5} {'ours':>16} {'floor':>16} {'ours/floor':>11} {'ours/50 ms':>11}")
+        print(f"{'n':>5} {'ours':>9} {'floor':>9} {'ours/floor':>11} {'ours/50 ms':>11}")
         for row in r["rows"]:
-            (om, on), (fm, fn) = row["ours"], row["floor"]
-            print(f"{row['n']:>5} {om:>7.1f} / {on:>6.1f} {fm:>7.1f} / {fn:>6.1f} "
-                  f"{om / fm:>11.2f} {om / TARGET_MS:>11.2f}")  # fmt: skip
-        am, an = r["api"]
-        print(f"/api/model work at n = 32 (validate, tokenize, forward, orjson): "
-              f"{am:.1f} / {an:.1f} ms")  # fmt: skip
+            ours, floor = row["ours"], row["floor"]
+            print(f"{row['n']:>5} {ours:>7.1f}ms {floor:>7.1f}ms "
+                  f"{ours / floor:>11.2f} {ours / TARGET_MS:>11.2f}")  # fmt: skip
+        print(f"/api/model work at n = 32 (tokenize, forward, orjson): {r['api']:.1f} ms")
     print("\nMemory per uvicorn worker (python -m app, WORKERS=2), MiB RSS:")
     for pid, before, after in worker_memory():
         print(f"  worker {pid}: {before:.0f} before the model, {after:.0f} after")

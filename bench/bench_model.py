@@ -138,7 +138,7 @@ def main() -> None:
     for threads in ("1", "2"):
         env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
         out = subprocess.run([sys.executable, __file__, "--child"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
+                             stdout=subprocess.PIPE, text=True, check=True)  # fmt: skip
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"\nBLAS threads {threads}: model read in {r['load_s']:.2f} s, "
               f"RSS {r['rss_before']:.0f} → {r['rss_after']:.0f} MiB")  # fmt: skip

@@ -4,6 +4,7 @@ NAV: list[tuple[str, str]] = [
     ("/", "Head lab"),
     ("/heads", "Heads and position"),
     ("/cost", "Cost calculator"),
+    ("/kernel", "Inside the kernel"),
     ("/model", "A trained model"),
     ("/docs", "API"),
 ]

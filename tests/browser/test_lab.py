@@ -157,3 +157,11 @@ def test_without_javascript_the_form_submits(browser: Browser, live_server: str)
     expect(page.locator("#query")).to_have_value("0")
     expect(page.locator("#w_q-0-1")).to_have_value("0")  # the rest of the state stays
     context.close()
+
+
+def test_clicking_a_pattern_cell_makes_a_custom_mask(page: Page) -> None:
+    page.goto("/")
+    edit(page, lambda: page.get_by_label("The sees The").uncheck())
+    expect(page.get_by_label("Custom pattern")).to_be_checked()
+    assert "mask=custom&allowed=000;110;111" in page.url
+    expect(page.locator("#empty-rows")).to_contain_text("Queries that see no key at all: The")

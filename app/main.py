@@ -52,6 +52,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
     application.add_exception_handler(errors.BusyError, errors.busy_handler)
+    application.add_exception_handler(
+        errors.ModelUnavailableError, errors.model_unavailable_handler
+    )
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     # Middleware, innermost first: answers kept by the cache (uncompressed), compression
     # (pages, fragments and JSON; plotly.js arrives already gzipped; level 1: the stage

@@ -5,5 +5,6 @@ NAV: list[tuple[str, str]] = [
     ("/heads", "Heads and position"),
     ("/cost", "Cost calculator"),
     ("/kernel", "Inside the kernel"),
+    ("/model", "A trained model"),
     ("/docs", "API"),
 ]

@@ -113,11 +113,11 @@ def median_seconds(calls: list[Callable[[], Any]], repeats: int) -> list[float]:
 
 
 @contextmanager
-def running_app() -> Iterator[int]:
+def running_app(workers: int = 1) -> Iterator[int]:
     """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port.
     The response cache is off: the same body is sent again and again, and the point here is
     the cost of computing and serializing it."""
-    server = Server(env={"RESPONSE_CACHE_BYTES": "0"})
+    server = Server(env={"RESPONSE_CACHE_BYTES": "0"}, workers=workers)
     try:
         yield server.port
     finally:

@@ -18,7 +18,7 @@ def free_port() -> int:
 
 
 class Server:
-    """`python <command>` with HOST=127.0.0.1, a free PORT and WORKERS=1 (plus `env`), ready
+    """`python <command>` with HOST=127.0.0.1, a free PORT and WORKERS (plus `env`), ready
     once `ready_path` answers. "{port}" in the command is replaced by the port."""
 
     def __init__(
@@ -26,11 +26,12 @@ class Server:
         command: list[str] | None = None,
         env: dict[str, str] | None = None,
         ready_path: str = "/healthz",
+        workers: int = 1,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = {**os.environ, **(env or {})}
-        full_env.update(HOST="127.0.0.1", PORT=str(self.port), WORKERS="1")
+        full_env.update(HOST="127.0.0.1", PORT=str(self.port), WORKERS=str(workers))
         args = [arg.format(port=self.port) for arg in (command or ["-m", "app"])]
         self.process = subprocess.Popen(
             [sys.executable, *args],

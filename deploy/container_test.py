@@ -211,6 +211,11 @@ def run_checks(container: Container, config: dict) -> bool:
     results.append(
         check("POST /api/attention {} (cat)", weights == [0.67, 0.33, 0.0], f"{weights}")
     )
+    status, _, body = get(f"{base}/api/model", b'{"text": "The cat sleeps"}')
+    tokens = json.loads(body)["tokens"] if status == 200 else []
+    results.append(
+        check("POST /api/model (the trained model)", tokens[:1] == ["[CLS]"], f"{tokens}")
+    )
     csp = headers.get("content-security-policy", "")
     results.append(check("security headers", "script-src 'self'" in csp))
     status, _, page = get(f"{base}/")

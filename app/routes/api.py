@@ -105,7 +105,12 @@ def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
 MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
 
 
-@router.post("/model", response_model=ModelResponse, responses=MODEL_ERRORS)
+@router.post(
+    "/model",
+    response_model=ModelResponse,
+    responses=MODEL_ERRORS,
+    dependencies=[Depends(cacheable)],  # a real model run: a class sending one text runs it once
+)
 def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
     """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
     return JSONResponse(compute_model(req, settings))

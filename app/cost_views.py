@@ -131,14 +131,29 @@ def _form_values(result: dict[str, Any]) -> dict[str, str]:
     return {k: "" if v is None else str(v) for k, v in values.items()}
 
 
-def cost_page_context(
+async def cost_measurement(
     params: dict[str, str], measurements: MeasurementCache
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The measurement /cost shows, and why it is missing if it is.
+
+    `measure` in the URL (taken out of params) runs or awaits the timing; without it the
+    page shows a finished run if there is one.
+    """
+    if params.pop("measure", None) is None:
+        return measurements.result, None
+    try:
+        return await measurements.get(), None
+    except BusyError as exc:
+        return None, exc.msg
+
+
+def cost_page_context(
+    params: dict[str, str], measurement: dict[str, Any] | None, measure_busy: str | None
 ) -> tuple[dict[str, Any], int]:
     """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
 
-    `measure` in the URL runs (or reuses) the timing; the rest is the query of /api/cost.
+    params is the query of /api/cost; the measurement comes from `cost_measurement`.
     """
-    measure = params.pop("measure", None) is not None
     context: dict[str, Any] = {"presets": preset_list(), "errors": [], "result": None}
     status = 200
     try:
@@ -152,11 +167,7 @@ def cost_page_context(
         context.update(errors=[{"loc": list(exc.loc), "msg": exc.msg}], form=params)
         status = 422
     context["selected_preset"] = params.get("preset", "")
-    try:
-        measurement = measurements.get() if measure else measurements.result
-    except BusyError as exc:
-        measurement, context["measure_busy"] = None, exc.msg
-    context["measurement"] = measurement
+    context.update(measurement=measurement, measure_busy=measure_busy)
     if measurement:
         context["measure_figure"] = measure_figure(measurement)
     return context, status

@@ -3,13 +3,16 @@
 One head, bidirectional (every query sees every key), d_head = 64: the n × n score matrix
 is built, scaled, soft-maxed and multiplied by V by app/attention.py, exactly the code the
 lab pages run. A measurement is bounded (at most a handful of lengths, a hard time cap) and
-kept per process: a classroom pressing the button together waits for one run.
+kept per process: a classroom pressing the button together waits for one run, and waiting
+costs no thread (the callers await it; only the run itself has one).
 """
 
+import asyncio
 import os
 import platform
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,31 +110,47 @@ def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
 
 @dataclass
 class MeasurementCache:
-    """One measurement per process: the first caller runs it, the others wait for it."""
+    """One measurement per process: the first caller starts it in its own thread, every caller
+    (the first too) awaits it. A waiting request holds no worker thread, so a class pressing
+    the button together leaves the thread pool to the other pages. A failed run is started
+    again by the next caller."""
 
     max_n: int
     time_cap_s: float
     wait_s: float
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._result: dict[str, Any] | None = None
+        self._lock = threading.Lock()  # held only to start a run, never while it runs
+        self._run: Future[dict[str, Any]] | None = None
 
     @property
     def result(self) -> dict[str, Any] | None:
-        """The finished measurement, or None when nobody has asked for one yet."""
-        return self._result
+        """The finished measurement, or None when none has finished yet."""
+        run = self._run
+        if run is None or not run.done() or run.exception() is not None:
+            return None
+        return run.result()
 
-    def get(self) -> dict[str, Any]:
-        if self._result is not None:
-            return self._result
-        if not self._lock.acquire(timeout=self.wait_s):
+    def _started(self) -> Future[dict[str, Any]]:
+        with self._lock:
+            run = self._run
+            if run is None or (run.done() and run.exception() is not None):
+                run = self._run = Future()
+                run.set_running_or_notify_cancel()  # a waiter giving up cannot cancel it
+                threading.Thread(target=self._measure, args=(run,), daemon=True).start()
+            return run
+
+    def _measure(self, run: Future[dict[str, Any]]) -> None:
+        try:
+            run.set_result(measure_scaling(self.max_n, self.time_cap_s))
+        except Exception as exc:  # handed to every waiter
+            run.set_exception(exc)
+
+    async def get(self) -> dict[str, Any]:
+        """The measurement, started if need be; BusyError after wait_s of waiting."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(self._started()), self.wait_s)
+        except TimeoutError:
             raise BusyError(
                 "a timing run is still going on this server; try again in a few seconds"
-            )
-        try:
-            if self._result is None:
-                self._result = measure_scaling(self.max_n, self.time_cap_s)
-            return self._result
-        finally:
-            self._lock.release()
+            ) from None

@@ -1,11 +1,16 @@
 """The cost calculator: formulas (app/cost.py), presets, /api/cost, /api/cost/models,
 the timing panel, the figures and the /cost page."""
 
+import asyncio
 import threading
+import time
+from collections.abc import Iterator
 from fractions import Fraction
 
+import httpx
 import plotly.graph_objects as go
 import pytest
+from anyio import to_thread
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -457,19 +462,31 @@ def test_time_cap_skips_what_cannot_finish() -> None:
     assert result["skipped"] == [32, 64, 128, 256]
 
 
-def test_concurrent_requests_share_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def held_run(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], threading.Event]]:
+    """measure_scaling replaced by a run that lasts until the test sets the event."""
     calls: list[int] = []
     release = threading.Event()
+    real_run = measure.measure_scaling
 
     def slow_run(max_n: int, time_cap_s: float) -> dict[str, object]:
         calls.append(max_n)
-        release.wait(5)
-        return {"rows": [], "max_n": max_n}
+        release.wait(10)
+        return real_run(16, time_cap_s)
 
     monkeypatch.setattr(measure, "measure_scaling", slow_run)
+    yield calls, release
+    release.set()
+
+
+def test_concurrent_requests_share_one_run(held_run: tuple[list[int], threading.Event]) -> None:
+    calls, release = held_run
     cache = measure.MeasurementCache(64, 1.0, 10.0)
     results: list[object] = []
-    threads = [threading.Thread(target=lambda: results.append(cache.get())) for _ in range(6)]
+    # Each caller in its own thread and event loop, as separate server processes' loops would.
+    threads = [
+        threading.Thread(target=lambda: results.append(asyncio.run(cache.get()))) for _ in range(6)
+    ]
     for t in threads:
         t.start()
     release.set()
@@ -478,19 +495,76 @@ def test_concurrent_requests_share_one_run(monkeypatch: pytest.MonkeyPatch) -> N
     assert calls == [64]
     assert len(results) == 6
     assert all(r is results[0] for r in results)
+    assert cache.result is results[0]
 
 
-def test_a_request_that_waits_too_long_gets_503(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_run_is_started_again_by_the_next_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcomes: list[Exception | dict[str, object]] = [MemoryError("no room"), {"rows": []}]
+
+    def run(max_n: int, time_cap_s: float) -> dict[str, object]:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(measure, "measure_scaling", run)
+    cache = measure.MeasurementCache(64, 1.0, 10.0)
+    with pytest.raises(MemoryError):
+        asyncio.run(cache.get())
+    assert cache.result is None
+    assert asyncio.run(cache.get()) == {"rows": []}
+    assert outcomes == []
+
+
+def test_a_request_that_waits_too_long_gets_503(
+    held_run: tuple[list[int], threading.Event],
+) -> None:
     app = create_app(Settings(measure_max_n=64, measure_wait_seconds=0.01))
-    lock = app.state.measurements._lock
-    lock.acquire()
-    try:
-        with TestClient(app) as client:
-            response = client.get("/api/cost/measure")
-    finally:
-        lock.release()
+    with TestClient(app) as client:
+        response = client.get("/api/cost/measure")
+        page = client.get("/cost", params={"measure": 1})
     assert response.status_code == 503
+    assert response.headers["retry-after"] == "10"
     assert "try again" in response.json()["detail"]
+    assert page.status_code == 200
+    assert "try again in a few seconds" in page.text
+    assert 'id="measure-table"' not in page.text
+    assert held_run[0] == [64]  # the second request waited for the same run
+
+
+def test_sixty_waiting_callers_hold_no_threads(
+    held_run: tuple[list[int], threading.Event],
+) -> None:
+    """A class pressing "measure" together: 60 requests wait for one run, yet the worker
+    threads stay free and a sync page still answers at once."""
+    calls, release = held_run
+    app = create_app(Settings(measure_max_n=64))
+
+    async def scenario() -> tuple[list[httpx.Response], int, httpx.Response, float]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            waiting = [
+                asyncio.create_task(client.get(path))
+                for path in ["/api/cost/measure", "/cost?measure=1"] * 30
+            ]
+            await asyncio.sleep(0.5)  # every request has reached its await
+            borrowed = int(to_thread.current_default_thread_limiter().borrowed_tokens)
+            started = time.perf_counter()
+            page = await client.get("/")  # a sync route: it needs a worker thread
+            elapsed = time.perf_counter() - started
+            assert not any(task.done() for task in waiting)
+            release.set()
+            return await asyncio.gather(*waiting), borrowed, page, elapsed
+
+    answers, borrowed, page, elapsed = asyncio.run(scenario())
+    assert borrowed == 0
+    assert page.status_code == 200
+    assert elapsed < 5
+    assert calls == [64]
+    assert [a.status_code for a in answers] == [200] * 60
+    assert all(a.json() == answers[0].json() for a in answers[::2])
 
 
 @pytest.fixture

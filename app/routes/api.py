@@ -76,8 +76,8 @@ def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
     return JSONResponse(compute_decode(req, settings))
 
 
-def get_measurements(request: Request) -> MeasurementCache:
-    """The process's one timing run (built by create_app)."""
+async def get_measurements(request: Request) -> MeasurementCache:
+    """The process's one timing run (built by create_app); async, so no thread is borrowed."""
     return request.app.state.measurements
 
 
@@ -97,9 +97,10 @@ def cost_models() -> JSONResponse:
 
 
 @router.get("/cost/measure", responses={503: {"model": ErrorResponse}})
-def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
-    """Dense attention timed on this server for a few lengths, fitted to c·n² (run once)."""
-    return JSONResponse(measurements.get())
+async def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
+    """Dense attention timed on this server for a few lengths, fitted to c·n² (run once).
+    Async: a caller waiting for the run holds no thread."""
+    return JSONResponse(await measurements.get())
 
 
 MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}

@@ -4,15 +4,16 @@ The head lab is one state (app/labstate.py) rendered four ways: the page, the fr
 script swaps in (`fragment=1`), and the CSV and JSON downloads.
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from app.cache import cacheable
 from app.config import Settings, get_settings
-from app.cost_views import cost_page_context
+from app.cost_views import cost_measurement, cost_page_context
 from app.kernel_views import kernel_context
 from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
@@ -79,10 +80,19 @@ def heads_fragment(request: Request, settings: SettingsDep) -> HTMLResponse:
     return templates.TemplateResponse(request, "_heads_results.html", context)
 
 
-@router.get("/cost", response_class=HTMLResponse)
-def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
-    context, status = cost_page_context(dict(request.query_params), measurements)
+def cost_page(
+    request: Request, params: dict[str, str], measured: tuple[Any, str | None]
+) -> HTMLResponse:
+    context, status = cost_page_context(params, *measured)
     return templates.TemplateResponse(request, "cost.html", context, status_code=status)
+
+
+@router.get("/cost", response_class=HTMLResponse)
+async def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
+    """Async so that waiting for a timing run holds no thread; the page is built in one."""
+    params = dict(request.query_params)
+    measured = await cost_measurement(params, measurements)
+    return await run_in_threadpool(cost_page, request, params, measured)
 
 
 @router.get("/kernel", response_class=HTMLResponse)

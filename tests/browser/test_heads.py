@@ -26,7 +26,7 @@ def updated(page: Page, action) -> None:  # type: ignore[no-untyped-def]
     """Run an action that changes the form and wait for the server's re-rendering."""
     with page.expect_response(re.compile(r"/heads/fragment\?")):
         action()
-    page.wait_for_function("document.querySelector('#heads-results .plot .main-svg') !== null")
+    page.wait_for_selector("#heads-results .plot .main-svg", state="attached")
 
 
 def test_heads_page_shows_the_api_numbers_and_is_accessible(page: Page) -> None:

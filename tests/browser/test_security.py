@@ -32,12 +32,6 @@ INJECTED = "#xss1, #xss3, #xss4, img[src='x'], svg[onload], b#xss3"
 URL_PAYLOAD = "\"'><img src=x id=xss1 onerror=alert(1)><script>alert(2)</script>"
 
 
-@pytest.fixture
-def page(strict_page: Page) -> Page:
-    """Every test here runs with the Content-Security-Policy enforced."""
-    return strict_page
-
-
 def watched(page: Page) -> list[str]:
     dialogs: list[str] = []
     page.add_init_script(WATCH)

@@ -4,8 +4,10 @@ the timing panel, the figures and the /cost page."""
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
+from typing import Any, TypeVar
 
 import httpx
 import plotly.graph_objects as go
@@ -23,6 +25,7 @@ from app.main import create_app
 from app.model_configs import PRESETS_BY_ID
 from app.schemas import CostQuery
 
+T = TypeVar("T")
 MiB = 2**20
 GiB = 2**30
 
@@ -462,6 +465,13 @@ def test_time_cap_skips_what_cannot_finish() -> None:
     assert result["skipped"] == [32, 64, 128, 256]
 
 
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run in a thread of its own: the browser tests' Playwright keeps a loop running
+    in the main thread when the whole suite runs in one process."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 @pytest.fixture
 def held_run(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[int], threading.Event]]:
     """measure_scaling replaced by a run that lasts until the test sets the event."""
@@ -512,9 +522,9 @@ def test_a_failed_run_is_started_again_by_the_next_caller(
     monkeypatch.setattr(measure, "measure_scaling", run)
     cache = measure.MeasurementCache(64, 1.0, 10.0)
     with pytest.raises(MemoryError):
-        asyncio.run(cache.get())
+        run_async(cache.get())
     assert cache.result is None
-    assert asyncio.run(cache.get()) == {"rows": []}
+    assert run_async(cache.get()) == {"rows": []}
     assert outcomes == []
 
 
@@ -558,7 +568,7 @@ def test_sixty_waiting_callers_hold_no_threads(
             release.set()
             return await asyncio.gather(*waiting), borrowed, page, elapsed
 
-    answers, borrowed, page, elapsed = asyncio.run(scenario())
+    answers, borrowed, page, elapsed = run_async(scenario())
     assert borrowed == 0
     assert page.status_code == 200
     assert elapsed < 5

@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
+COPY translations ./translations
 RUN pip install --no-cache-dir -e .
 ENV HOST=0.0.0.0 PORT=8000
 EXPOSE 8000

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint chromium bench clean
+.PHONY: run test lint chromium bench clean messages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +36,11 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts
+
+## Refresh the translation catalogs from the templates and app/ (then translate the empty msgstr
+## in translations/es/LC_MESSAGES/messages.po; tests/test_i18n.py fails until Spanish is complete).
+messages: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project "Attention Lab" \
+	  -o translations/messages.pot .
+	$(BIN)/pybabel update -i translations/messages.pot -d translations \
+	  --no-fuzzy-matching --ignore-obsolete

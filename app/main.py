@@ -7,6 +7,7 @@ from starlette.exceptions import HTTPException
 
 from app import STATIC_DIR, errors
 from app.config import Settings, get_settings
+from app.i18n import LocaleMiddleware
 from app.limits import BodySizeLimit
 from app.routes import api, assets, pages
 
@@ -24,6 +25,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    application.add_middleware(LocaleMiddleware)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)

@@ -1,5 +1,12 @@
-"""The app's pages, in the order the navigation bar shows them: (path, label)."""
+"""The app's pages, in the order the navigation bar shows them: (path, label).
+
+Labels are marked for translation here and translated where the bar is drawn.
+"""
+
+from app.i18n import N_
 
 NAV: list[tuple[str, str]] = [
-    ("/", "Head lab"),
+    ("/", N_("Head lab")),
+    ("/walkthrough", N_("Walk-through")),
+    ("/lessons", N_("Lessons")),
 ]

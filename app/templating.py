@@ -1,6 +1,8 @@
-"""The Jinja environment: templates from templates/, gettext-ready, and formatting filters.
+"""The Jinja environment: templates from templates/, translated, and formatting filters.
 
-Templates only format finished values; these filters are the formatting.
+Templates only format finished values; these filters are the formatting. `_()` in a template
+translates into the request's language (app/i18n.py); every page also gets `classroom`, the
+language, presenter, embed and lesson state of its URL (app/classroom.py).
 """
 
 import hashlib
@@ -12,7 +14,8 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from app import STATIC_DIR, TEMPLATES_DIR
+from app import STATIC_DIR, TEMPLATES_DIR, i18n
+from app.classroom import classroom_context
 from app.nav import NAV
 from app.responses import dumps
 from app.routes.assets import PLOTLY_URL
@@ -53,7 +56,13 @@ environment = Environment(
     autoescape=select_autoescape(default=True),
     extensions=["jinja2.ext.i18n"],
 )
-environment.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
-environment.filters.update(fmt=fmt, fmt_vector=fmt_vector, json_data=json_data)
-environment.globals.update(nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url)
-templates = Jinja2Templates(env=environment)
+environment.install_gettext_callables(  # type: ignore[attr-defined]
+    i18n.gettext, i18n.ngettext, newstyle=True
+)
+environment.filters.update(
+    fmt=fmt, fmt_vector=fmt_vector, json_data=json_data, number=i18n.format_number
+)
+environment.globals.update(
+    nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url, locales=i18n.LOCALES
+)
+templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

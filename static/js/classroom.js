@@ -1,0 +1,44 @@
+// Classroom keys on every page. The server renders each mode (the URL carries it); this file
+// only follows links and flips the "controls shown" class in presenter mode.
+//   p        presenter mode on or off (follows the header's button)
+//   c        in presenter mode: show or tuck away the editing controls
+//   ← and →  previous / next step where the page has rel="prev" / rel="next" links
+"use strict";
+
+(function () {
+  function typing(event) {
+    const el = event.target;
+    return el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);
+  }
+
+  function follow(selector) {
+    const link = document.querySelector(selector);
+    if (link) window.location.assign(link.href);
+  }
+
+  function toggleControls() {
+    const button = document.querySelector("[data-controls-toggle]");
+    if (!button) return;
+    const open = document.body.classList.toggle("controls-open");
+    button.setAttribute("aria-expanded", String(open));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event)) return;
+    if (event.key === "p" || event.key === "P") follow("[data-present-toggle]");
+    else if (event.key === "c" || event.key === "C") toggleControls();
+    else if (event.key === "ArrowLeft") follow("a[rel~='prev']");
+    else if (event.key === "ArrowRight") follow("a[rel~='next']");
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const button = document.querySelector("[data-controls-toggle]");
+    if (button) {
+      button.hidden = false;
+      button.addEventListener("click", toggleControls);
+    }
+    document.querySelectorAll("[data-select-on-focus]").forEach(function (input) {
+      input.addEventListener("focus", function () { input.select(); });
+    });
+  });
+})();

@@ -2,14 +2,14 @@
 
 The catalogs are the committed `translations/<locale>/LC_MESSAGES/messages.po` files; they are
 compiled in memory on first use (no .mo files, no build step, no download). The locale of the
-request being served lives in a context variable, set by `LocaleMiddleware` for the length of
-one request: each request runs in its own task (and its threadpool call copies that context), so
-two students reading in two languages at once never see each other's words.
+request being served lives in a context variable, set by app.classroom.ClassroomMiddleware
+for the length of one request: each request runs in its own task (and its threadpool call
+copies that context), so two students reading in two languages at once never see each
+other's words.
 
-To refresh the catalogs after templates or Python strings change:
-    .venv/bin/pybabel extract -F babel.cfg -o translations/messages.pot .
-    .venv/bin/pybabel update -i translations/messages.pot -d translations
-then translate every empty msgstr in translations/es/LC_MESSAGES/messages.po.
+To refresh the catalogs after templates or Python strings change, run `make messages`, then
+translate every empty msgstr in translations/es/LC_MESSAGES/messages.po (tests/test_i18n.py
+fails until none is left).
 """
 
 import gettext as stdlib_gettext
@@ -24,8 +24,6 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
 from babel.support import Translations
-from starlette.datastructures import Headers, MutableHeaders, QueryParams
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import ROOT
 
@@ -111,30 +109,3 @@ def format_number(value: float, digits: int | None = None) -> str:
     """A number in the reader's convention: 16,777,216 in English, 16.777.216 in Spanish."""
     pattern = None if digits is None else ("#,##0." + "0" * digits if digits else "#,##0")
     return format_decimal(value, format=pattern, locale=_locale.get())
-
-
-class LocaleMiddleware:
-    """Serve each HTTP request in its reader's language and say which one it was.
-
-    Pure ASGI (no extra task), so the locale set here is the one the route renders in.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        lang = QueryParams(scope.get("query_string", b"").decode("latin-1")).get("lang")
-        locale = negotiate(lang, Headers(scope=scope).get("accept-language"))
-
-        async def send_with_language(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers.setdefault("content-language", locale)
-                headers.add_vary_header("Accept-Language")
-            await send(message)
-
-        with use_locale(locale):
-            await self.app(scope, receive, send_with_language)

@@ -6,10 +6,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from app import STATIC_DIR, errors
+from app.classroom import ClassroomMiddleware
 from app.config import Settings, get_settings
-from app.i18n import LocaleMiddleware
 from app.limits import BodySizeLimit
-from app.routes import api, assets, pages
+from app.routes import api, assets, classroom, pages
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -25,10 +25,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    application.add_middleware(LocaleMiddleware)
+    application.add_middleware(ClassroomMiddleware)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)
+    application.include_router(classroom.router)
     application.include_router(assets.router)
     application.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return application

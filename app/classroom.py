@@ -14,7 +14,7 @@ student who follows a link or changes a form stays in the language, mode and les
 teacher handed out.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -99,10 +99,12 @@ class Classroom:
     def lesson_params(self) -> list[tuple[str, str]]:
         return [(k, v) for k, v in self.classroom if k in LESSON_PARAMS]
 
-    def link(self, path: str, params: dict[str, Any] | None = None) -> str:
+    def link(self, path: str, params: Mapping[str, Any] | Pairs | None = None) -> str:
         """A link to another page (or state) that keeps the language and modes."""
-        given = [(k, str(v)) for k, v in (params or {}).items() if v is not None]
-        return _url(path, given + [p for p in self.view_params() if p[0] not in (params or {})])
+        items = params.items() if isinstance(params, Mapping) else params or ()
+        given = [(k, str(v)) for k, v in items if v is not None]
+        names = {k for k, _ in given}
+        return _url(path, given + [p for p in self.view_params() if p[0] not in names])
 
     def here(self, **changes: str | None) -> str:
         """This very URL with some classroom parameters replaced (None removes one)."""
@@ -113,9 +115,10 @@ class Classroom:
     def without_lesson(self) -> str:
         return _url(self.path, [*self.state, *self.view_params()])
 
-    def fields(self) -> Markup:
-        """Hidden inputs for a page's GET form: submitting it keeps the view and the lesson."""
-        return _hidden_inputs(self.view_params() + self.lesson_params())
+    def fields(self, extra: Pairs = ()) -> Markup:
+        """Hidden inputs for a page's GET form: submitting it keeps the view and the lesson
+        (and `extra`, state the form does not show)."""
+        return _hidden_inputs([*extra, *self.view_params(), *self.lesson_params()])
 
     def state_fields(self) -> Markup:
         """Hidden inputs with the page's state and view (the lesson maker's form)."""

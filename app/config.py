@@ -17,6 +17,15 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )
+    measure_max_n: int = Field(
+        2048, ge=16, le=4096, description="Longest sequence the 'measure it' panel times."
+    )
+    measure_time_cap_seconds: float = Field(
+        10.0, gt=0, le=120, description="Hard cap on one timing run; longer lengths are skipped."
+    )
+    measure_wait_seconds: float = Field(
+        60.0, gt=0, le=600, description="How long a request waits for a run already going."
+    )
 
 
 @lru_cache

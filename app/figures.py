@@ -2,9 +2,12 @@
 plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+
+from app.cost import BINARY_UNITS
 
 # Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
 SEQUENTIAL = "Viridis"
@@ -14,9 +17,9 @@ LABEL_CELLS_UP_TO = 12
 Scale = Literal["sequential", "diverging"]
 
 
-def cell_text(z: np.ndarray, digits: int = 3) -> list[list[str]]:
-    """Values printed in the cells; hidden (non-finite) entries read −∞."""
-    return [[f"{v:.{digits}f}" if np.isfinite(v) else "−∞" for v in row] for row in z]
+def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
+    """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
+    return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
 
 
 def heatmap(
@@ -28,14 +31,20 @@ def heatmap(
     x_title: str = "key",
     y_title: str = "query",
     hover: list[list[str]] | None = None,
+    hidden: np.ndarray | None = None,
+    hidden_text: str = "−∞",
 ) -> dict[str, Any]:
-    """One matrix as a heatmap: rows top to bottom as in the tables, −∞ cells left blank
-    (the page's background shows through) and labelled −∞ when the cells are labelled."""
+    """One matrix as a heatmap: rows top to bottom as in the tables. Hidden cells (−∞, or
+    where `hidden` is true) are left blank so the grey plot background shows through, and
+    read `hidden_text` when the cells are labelled. z is rounded to 4 decimals: it only
+    picks colours, and the JSON stays small at n = 256."""
     z = np.asarray(z, dtype=float)
-    finite = np.where(np.isfinite(z), z, np.nan)
+    if hidden is not None:
+        z = np.where(hidden, -np.inf, z)
+    finite = np.round(np.where(np.isfinite(z), z, np.nan), 4)
     trace: dict[str, Any] = {
         "type": "heatmap",
-        "z": [[None if np.isnan(v) else float(v) for v in row] for row in finite],
+        "z": finite,  # orjson writes NaN as null: a gap
         "x": _unique(x_labels),
         "y": _unique(y_labels),
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
@@ -50,7 +59,7 @@ def heatmap(
     else:
         trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
     if max(z.shape) <= LABEL_CELLS_UP_TO:
-        trace["text"] = cell_text(z)
+        trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
         trace["customdata"] = hover
@@ -58,10 +67,10 @@ def heatmap(
     return {
         "data": [trace],
         "layout": {
-            "title": {"text": title},
+            "title": {"text": title, "y": 0.98, "yanchor": "top"},
             "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
             "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
-            "margin": {"l": 70, "r": 10, "t": 70, "b": 10},
+            "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
             "height": 320,
         },
     }
@@ -75,3 +84,102 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
     return out
+
+
+# ---------------------------------------------------------------- growth against length
+
+LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")  # Okabe–Ito
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: a name, its y values over the chart's x, hover text per point."""
+
+    name: str
+    y: Sequence[float]
+    hover: Sequence[str] | None = None
+    dash: str = "solid"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One labelled point (the chosen length, the GPU's capacity)."""
+
+    name: str
+    x: float
+    y: float
+    text: str
+    symbol: str = "circle"
+
+
+def log_log_lines(
+    x: Sequence[float],
+    series: Sequence[Series],
+    title: str,
+    y_title: str,
+    markers: Sequence[Marker] = (),
+    x_title: str = "sequence length n (tokens)",
+    y_ticks: dict[str, list[Any]] | None = None,
+    mode: str = "lines",
+) -> dict[str, Any]:
+    """Curves against sequence length on log–log axes: a power law is a straight line,
+    n² rising twice as steeply as n."""
+    traces: list[dict[str, Any]] = []
+    for i, s in enumerate(series):
+        trace: dict[str, Any] = {
+            "type": "scatter",
+            "mode": mode,
+            "name": s.name,
+            "x": [float(v) for v in x],
+            "y": [float(v) if v > 0 else None for v in s.y],
+            "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": s.dash},
+        }
+        if s.hover is not None:
+            trace["customdata"] = list(s.hover)
+            trace["hovertemplate"] = "n = %{x:,}<br>%{customdata}<extra>" + s.name + "</extra>"
+        traces.append(trace)
+    for m in markers:
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": m.name,
+                "x": [float(m.x)],
+                "y": [float(m.y)],
+                "text": [m.text],
+                "textposition": "top left",
+                "marker": {
+                    "size": 11,
+                    "symbol": m.symbol,
+                    "color": "#000000",
+                    "line": {"width": 2, "color": "#ffffff"},
+                },
+                "hovertemplate": f"{m.name}<br>%{{text}}<extra></extra>",
+            }
+        )
+    y_axis: dict[str, Any] = {"title": {"text": y_title}, "type": "log"}
+    if y_ticks:
+        y_axis.update(tickmode="array", **y_ticks)
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": title},
+            "xaxis": {"title": {"text": x_title}, "type": "log"},
+            "yaxis": y_axis,
+            "legend": {"orientation": "h", "y": -0.25},
+            "margin": {"l": 80, "r": 20, "t": 60, "b": 60},
+            "height": 460,
+        },
+    }
+
+
+def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
+    """Ticks at 1 KiB, 1 MiB, 1 GiB … (every 2¹⁰) between lo and hi, labelled with the unit."""
+    vals: list[float] = []
+    text: list[str] = []
+    for power, unit in enumerate(BINARY_UNITS):
+        value = 1024.0**power
+        if lo / 1024 <= value <= hi * 1024:
+            vals.append(value)
+            text.append(f"1 {unit.rstrip('s')}" if power == 0 else f"1 {unit}")
+    return {"tickvals": vals, "ticktext": text}

@@ -9,6 +9,7 @@ from app import STATIC_DIR, errors
 from app.classroom import ClassroomMiddleware
 from app.config import Settings, get_settings
 from app.limits import BodySizeLimit
+from app.measure import MeasurementCache
 from app.routes import api, assets, classroom, pages
 
 
@@ -20,8 +21,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
     )
     application.dependency_overrides[get_settings] = lambda: settings
+    application.state.measurements = MeasurementCache(
+        settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
+    )
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
+    application.add_exception_handler(errors.BusyError, errors.busy_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

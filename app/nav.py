@@ -8,5 +8,6 @@ from app.i18n import N_
 NAV: list[tuple[str, str]] = [
     ("/", N_("Head lab")),
     ("/walkthrough", N_("Walk-through")),
+    ("/cost", N_("Cost calculator")),
     ("/lessons", N_("Lessons")),
 ]

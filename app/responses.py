@@ -6,10 +6,26 @@ import orjson
 from starlette.responses import Response
 
 ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+INT64_MAX = 2**63 - 1
+
+
+def wide_ints_as_floats(value: Any) -> Any:
+    """orjson writes integers up to 64 bits; a wider one (10⁹ tokens squared, times heads,
+    layers and batch) goes out as the nearest float, which JSON readers parse anyway."""
+    if isinstance(value, dict):
+        return {k: wide_ints_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [wide_ints_as_floats(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:
+        return float(value)
+    return value
 
 
 def dumps(content: Any) -> bytes:
-    return orjson.dumps(content, option=ORJSON_OPTIONS)
+    try:
+        return orjson.dumps(content, option=ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(wide_ints_as_floats(content), option=ORJSON_OPTIONS)
 
 
 class JSONResponse(Response):

@@ -5,11 +5,19 @@ model validators and raise a sentence a student can act on. Limits that come fro
 settings (how many tokens, how wide) are checked by `check_limits`, since they can change.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from app.attention import WORKED_TOKENS
 from app.errors import InputError
 
 MAX_MAGNITUDE = 1e6
@@ -27,16 +35,24 @@ Flag = Annotated[bool, Field(strict=True)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
 
 
-def _fail(kind: str, message: str) -> PydanticCustomError:
-    return PydanticCustomError(kind, message)
+def _fail(loc: str | tuple[str | int, ...], kind: str, message: str) -> ValidationError:
+    """A problem found by comparing fields, reported at the field to fix (`loc`, as pydantic
+    reports its own errors), not at the whole body. Raised inside a validator, pydantic keeps it."""
+    line = InitErrorDetails(
+        type=PydanticCustomError(kind, message),
+        loc=(loc,) if isinstance(loc, str) else loc,
+        input=None,
+    )
+    return ValidationError.from_exception_data("AttentionRequest", [line])
 
 
-def matrix_width(name: str, matrix: list[list[float]]) -> int:
-    """The common row length of a matrix, or a clear error naming the ragged row."""
+def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:
+    """The common row length of a matrix, or a clear error at the ragged row (`loc` + (i,))."""
     width = len(matrix[0])
     for i, row in enumerate(matrix):
         if len(row) != width:
             raise _fail(
+                (*(loc or (name,)), i),
                 "ragged_matrix",
                 f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
                 "every row of a matrix needs the same length",
@@ -102,64 +118,110 @@ class AttentionRequest(BaseModel):
 
     @model_validator(mode="after")
     def shapes_agree(self) -> "AttentionRequest":
-        x_width = matrix_width("x", self.x) if self.x is not None else None
-        if self.x is not None and self.tokens is not None and len(self.x) != len(self.tokens):
-            raise _fail(
-                "shape_mismatch",
-                f"x has {len(self.x)} rows but there are {len(self.tokens)} tokens; "
-                "give one row per token",
-            )
-        if x_width is not None and self.d_model is not None and x_width != self.d_model:
-            raise _fail(
-                "shape_mismatch",
-                f"d_model is {self.d_model} but each x row has {x_width} numbers; "
-                "leave d_model out or make them agree",
-            )
-        d_model = x_width or self.d_model
-        widths: dict[str, int] = {}
+        """x, d_model and the projections must fit together; each error names the field to fix."""
+        self._check_x()
+        d_model, d_k = self.given_d_model(), self.given_d_k()
         for name in ("w_q", "w_k", "w_v"):
             w = getattr(self, name)
             if w is None:
                 continue
-            widths[name] = matrix_width(name, w)
-            if d_model is not None and len(w) != d_model:
+            width = matrix_width(name, w)
+            if len(w) != d_model:
                 raise _fail(
+                    name,
                     "shape_mismatch",
-                    f"{name} has {len(w)} rows but each x row has {d_model} numbers "
-                    f"(d_model = {d_model}); {name} needs one row per input number",
+                    f"{name} has {len(w)} rows but {self._d_model_source()} "
+                    f"(d_model = {d_model}); {name} needs one row per number of an x row",
                 )
-            d_model = d_model or len(w)
-        _check_width("w_q", widths.get("w_q"), "d_k", self.d_k)
-        _check_width("w_k", widths.get("w_k"), "d_k", self.d_k)
-        _check_width("w_v", widths.get("w_v"), "d_v", self.d_v)
-        if "w_q" in widths and "w_k" in widths and widths["w_q"] != widths["w_k"]:
-            raise _fail(
-                "shape_mismatch",
-                f"w_q has {widths['w_q']} columns but w_k has {widths['w_k']}; queries and "
-                "keys need the same width d_k so that Q·Kᵀ is defined",
-            )
+            expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
+            if expected is not None and width != expected:
+                source = self.first_given(("d_k", "w_q")) if label == "d_k" else "d_v"
+                fix = (
+                    f"leave {label} out or make them agree"
+                    if source == label
+                    else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
+                )
+                said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
+                raise _fail(name, "shape_mismatch", f"{name} has {width} columns but {said}; {fix}")
         return self
 
+    def first_given(self, names: tuple[str, ...], default: str = "") -> str:
+        """The first of these fields the request gives (the one that fixes a width)."""
+        return next((name for name in names if getattr(self, name) is not None), default)
 
-def _check_width(name: str, width: int | None, label: str, expected: int | None) -> None:
-    if width is not None and expected is not None and width != expected:
-        raise _fail(
-            "shape_mismatch",
-            f"{label} is {expected} but {name} has {width} columns; leave {label} out "
-            "or make them agree",
-        )
+    def _d_model_source(self) -> str:
+        """Which field fixes d_model, in words for a message."""
+        source = self.first_given(("x", "d_model", "w_q", "w_k", "w_v"))
+        if source == "x":
+            return f"each x row has {self.given_d_model()} numbers"
+        if source == "d_model":
+            return f"d_model is {self.d_model}"
+        return f"{source} has {self.given_d_model()} rows"
+
+    def _check_x(self) -> None:
+        if self.x is None:
+            return
+        width = matrix_width("x", self.x)
+        n = len(self.tokens or WORKED_TOKENS)
+        if len(self.x) != n:
+            given = (
+                f"there are {n} tokens"
+                if self.tokens is not None
+                else f"tokens was left out, so the worked example's {n} tokens are used"
+            )
+            raise _fail(
+                "x",
+                "shape_mismatch",
+                f"x has {len(self.x)} rows but {given}; give one row of x per token",
+            )
+        if self.d_model is not None and width != self.d_model:
+            raise _fail(
+                "d_model",
+                "shape_mismatch",
+                f"d_model is {self.d_model} but each x row has {width} numbers; "
+                "leave d_model out or make them agree",
+            )
+
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        if self.x is not None:
+            return len(self.x[0])
+        if self.d_model is not None:
+            return self.d_model
+        return next((len(w) for w in (self.w_q, self.w_k, self.w_v) if w is not None), None)
+
+    def given_d_k(self) -> int | None:
+        """d_k as the request fixes it: d_k, or the columns of W_Q or W_K."""
+        if self.d_k is not None:
+            return self.d_k
+        return next((len(w[0]) for w in (self.w_q, self.w_k) if w is not None), None)
 
 
-def check_limits(n: int, widths: dict[str, int], max_tokens: int, max_width: int) -> None:
-    """The limits set for this server (settings), applied after defaults are filled in."""
+def check_limits(
+    n: int,
+    widths: dict[str, int],
+    max_tokens: int,
+    max_width: int,
+    fields: dict[str, str] | None = None,
+) -> None:
+    """The limits set for this server (settings), applied after defaults are filled in.
+
+    `widths` maps d_model, d_k, … to their values; `fields` says which request field set each
+    one (x sets d_model, for example), so the error points at the field to change.
+    """
     if n > max_tokens:
         raise InputError(
-            ("tokens",), f"there are {n} tokens but this server allows at most {max_tokens}"
+            ("tokens",),
+            f"tokens has {n} labels but this server allows at most {max_tokens}; send fewer tokens",
         )
-    for name, width in widths.items():
+    for label, width in widths.items():
         if width > max_width:
+            field = (fields or {}).get(label, label)
+            said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
             raise InputError(
-                (name,), f"{name} is {width} wide but this server allows at most {max_width}"
+                (field,),
+                f"{said} but this server allows widths up to {max_width}; "
+                + (f"use a smaller {label}" if field == label else f"make {field} narrower"),
             )
 
 
@@ -173,13 +235,74 @@ def check_mask(mask: MaskSpec, n: int) -> None:
         )
     if mask.allowed is not None:
         rows = mask.allowed
-        bad = [i for i, row in enumerate(rows) if len(row) != n]
-        if len(rows) != n or bad:
-            shape = f"row {bad[0]} has {len(rows[bad[0]])} flags" if bad else f"{len(rows)} rows"
+        if len(rows) != n:
             raise InputError(
                 ("mask", "allowed"),
-                f"mask.allowed must be {n} × {n} (one row and one column per token) but {shape}",
+                f"mask.allowed has {len(rows)} rows but there are {n} tokens; it must be "
+                f"{n} × {n}, one row and one column per token",
             )
+        for i, row in enumerate(rows):
+            if len(row) != n:
+                raise InputError(
+                    ("mask", "allowed", i),
+                    f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
+                    f"it must be {n} × {n}, one row and one column per token",
+                )
+
+
+# ---------------------------------------------------------------- cost calculator
+
+MAX_SEQ_LEN = 1_000_000_000
+MAX_COUNT = 65_536
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+
+
+class CostQuery(BaseModel):
+    """GET /api/cost and the /cost page: one attention configuration at one length.
+
+    Query parameters, so values arrive as text; an empty form field means "not given".
+    A `preset` fills every attention field the query leaves out.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq_len: int = Field(4096, ge=1, le=MAX_SEQ_LEN, description="Tokens in one sequence: n.")
+    heads: Count | None = Field(None, description="Query heads h (default 1).")
+    kv_heads: Count | None = Field(
+        None, description="Key/value heads g, dividing h: g = h MHA, 1 < g < h GQA, g = 1 MQA."
+    )
+    head_dim: Count | None = Field(None, description="Width of one head, d_head (default 128).")
+    layers: Count | None = Field(None, description="Layers L (default 1).")
+    batch: int = Field(1, ge=1, le=MAX_COUNT, description="Sequences processed together.")
+    bytes_per_element: float | None = Field(
+        None,
+        ge=0.5,
+        le=8,
+        multiple_of=0.5,
+        allow_inf_nan=False,
+        description="Bytes per stored number, in halves (default 2; 0.5 for int4); or `dtype`.",
+    )
+    dtype: Literal["fp32", "fp16", "bf16", "fp8", "int4"] | None = Field(
+        None, description="Element type: fp32 4 bytes, fp16/bf16 2, fp8 1, int4 half a byte."
+    )
+    window: int | None = Field(
+        None, ge=1, le=MAX_SEQ_LEN, description="Sliding window w; none: full attention."
+    )
+    window_layers: Count | None = Field(
+        None, description="How many layers use the window (default all); the rest are global."
+    )
+    gpu_memory_gib: float = Field(
+        24.0, gt=0, le=1_048_576, allow_inf_nan=False, description="GPU memory in GiB (2³⁰ B)."
+    )
+    preset: str | None = Field(None, description="A model id from GET /api/cost/models.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def empty_means_absent(cls, data: Any) -> Any:
+        """A blank form field (`window=`) is a field left out, not the text ""."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v != ""}
+        return data
 
 
 # ---------------------------------------------------------------- responses

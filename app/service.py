@@ -5,6 +5,7 @@ server's limits, runs the pure math, and lays the result out under the field nam
 shared/API.md. Values stay numpy arrays: orjson writes them, templates format them.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +42,20 @@ def _is_worked_example(req: AttentionRequest, tokens: list[str]) -> bool:
     return (
         tuple(tokens) == att.WORKED_TOKENS
         and req.seed == 0
-        and req.d_model in (None, 2)
+        and req.given_d_model() in (None, att.WORKED_X.shape[1])
         and (req.x is None or np.array_equal(req.x, att.WORKED_X))
     )
 
 
+WORKED_PROJECTIONS = {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}
+
+
 def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
+    """The request with every default filled in, checked against this server's limits.
+
+    The request model has already checked that the given shapes agree; what is generated
+    here takes its widths from them (d_model from x, d_model or a projection's rows).
+    """
     tokens = list(req.tokens) if req.tokens is not None else list(att.WORKED_TOKENS)
     worked = _is_worked_example(req, tokens)
     n = len(tokens)
@@ -56,34 +65,31 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     elif worked:
         x = att.WORKED_X.copy()
     else:
-        x = att.token_vectors(tokens, req.d_model or DEFAULT_D_MODEL, req.seed)
+        x = att.token_vectors(tokens, req.given_d_model() or DEFAULT_D_MODEL, req.seed)
     d_model = x.shape[1]
 
-    def projection(given: list[list[float]] | None, name: str, width: int | None) -> np.ndarray:
+    def projection(name: str, width: int | None) -> np.ndarray:
+        given = getattr(req, name)
         if given is not None:
-            w = np.array(given, dtype=float)
-            if w.shape[0] != d_model:
-                raise InputError(
-                    (name,),
-                    f"{name} has {w.shape[0]} rows but each x row has {d_model} numbers "
-                    f"(d_model = {d_model}); {name} needs one row per input number",
-                )
-            return w
-        if worked and width in (None, 2):
-            return {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}[name]
+            return np.array(given, dtype=float)
+        if worked and width in (None, d_model):
+            return WORKED_PROJECTIONS[name].copy()
         return att.random_projection(d_model, width or d_model, req.seed, name)
 
-    given_d_k = req.w_k[0] if req.w_k else (req.w_q[0] if req.w_q else None)
-    d_k = req.d_k or (len(given_d_k) if given_d_k else None)
-    w_q = projection(req.w_q, "w_q", d_k)
-    w_k = projection(req.w_k, "w_k", w_q.shape[1])
-    w_v = projection(req.w_v, "w_v", req.d_v)
+    w_q = projection("w_q", req.given_d_k())
+    w_k = projection("w_k", w_q.shape[1])
+    w_v = projection("w_v", req.d_v)
 
     check_limits(
         n,
         {"d_model": d_model, "d_k": w_q.shape[1], "d_v": w_v.shape[1]},
         settings.max_tokens,
         settings.max_width,
+        fields={
+            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v"), "d_model"),
+            "d_k": req.first_given(("d_k", "w_q", "w_k"), "d_k"),
+            "d_v": req.first_given(("d_v", "w_v"), "d_v"),
+        },
     )
     check_mask(req.mask, n)
     query = req.query if req.query is not None else (att.WORKED_QUERY if worked else n - 1)
@@ -114,17 +120,22 @@ def stage_fields(stages: att.HeadStages) -> dict[str, Any]:
     }
 
 
-def query_breakdown(tokens: list[str], stages: att.HeadStages, i: int) -> dict[str, Any]:
-    """One query's row, key by key: dot, scaled, visible, weight, weight × value."""
-    weighted = stages.weights[i][:, None] * stages.v  # (n, d_v)
+def query_breakdown(tokens: list[str], fields: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """One query's row, key by key: dot, scaled, visible, weight, weight × value.
+
+    `fields` holds the stage fields (`stage_fields` of a head, or a result dict)."""
+    scores, scaled, allowed, weights, v = (
+        np.asarray(fields[name]) for name in ("scores", "scaled", "allowed", "weights", "v")
+    )
+    weighted = weights[i][:, None] * v  # (n, d_v)
     rows = [
         {
             "key_index": j,
             "key_token": tokens[j],
-            "dot": float(stages.scores[i, j]),
-            "scaled": float(stages.scaled[i, j]),
-            "visible": bool(stages.allowed[i, j]),
-            "weight": float(stages.weights[i, j]),
+            "dot": float(scores[i, j]),
+            "scaled": float(scaled[i, j]),
+            "visible": bool(allowed[i, j]),
+            "weight": float(weights[i, j]),
             "weighted_value": weighted[j],
         }
         for j in range(len(tokens))
@@ -137,6 +148,7 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
     inputs = resolve_inputs(req, settings)
     allowed = mask_of(inputs.mask, inputs.n)
     stages = att.attention_head(inputs.x, inputs.w_q, inputs.w_k, inputs.w_v, allowed, inputs.scale)
+    fields = stage_fields(stages)
     return {
         "tokens": inputs.tokens,
         "d_model": inputs.x.shape[1],
@@ -148,6 +160,6 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, An
         "w_k": inputs.w_k,
         "w_v": inputs.w_v,
         "mask": inputs.mask.model_dump(exclude_none=True),
-        **stage_fields(stages),
-        "query": query_breakdown(inputs.tokens, stages, inputs.query),
+        **fields,
+        "query": query_breakdown(inputs.tokens, fields, inputs.query),
     }

@@ -38,6 +38,28 @@ def fmt_vector(values: Any, digits: int = 2) -> str:
     return "[" + ", ".join(fmt(v, digits) for v in values) + "]"
 
 
+def fmt_int(value: Any) -> str:
+    """An exact count grouped as the reader's language groups it: 16,777,216 in English,
+    16.777.216 in Spanish."""
+    if value is None:
+        return "—"
+    return i18n.format_number(value if isinstance(value, int) else float(value), 0)
+
+
+SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
+
+
+def fmt_si(value: Any, unit: str = "") -> str:
+    """A large count in powers of 1000, as FLOPs are counted: 8.59 G, 1.2 T (never 2¹⁰)."""
+    number = float(value)
+    power = 0
+    while abs(number) >= 1000 and power + 1 < len(SI_PREFIXES):
+        number /= 1000
+        power += 1
+    text = f"{number:.3g}" if power else f"{number:g}"
+    return f"{text} {SI_PREFIXES[power]}{unit}".strip()
+
+
 @lru_cache(maxsize=64)
 def static_url(path: str) -> str:
     """A URL under /static with a content hash, so browsers may cache it for good."""
@@ -60,7 +82,12 @@ environment.install_gettext_callables(  # type: ignore[attr-defined]
     i18n.gettext, i18n.ngettext, newstyle=True
 )
 environment.filters.update(
-    fmt=fmt, fmt_vector=fmt_vector, json_data=json_data, number=i18n.format_number
+    fmt=fmt,
+    fmt_vector=fmt_vector,
+    json_data=json_data,
+    fmt_int=fmt_int,
+    fmt_si=fmt_si,
+    number=i18n.format_number,
 )
 environment.globals.update(
     nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url, locales=i18n.LOCALES

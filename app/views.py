@@ -1,28 +1,446 @@
-"""Presentation of computed results: which figures a page shows, with which labels.
+"""Presentation of computed results: which figures and tables a page shows, with which labels,
+and the arithmetic a reader sees when hovering a cell.
 
-Reads finished results; computes no attention arithmetic.
+Reads finished results and formats them; the attention itself was computed by the service.
+Any page with a result dict carrying the stage fields of /api/attention (tokens, q, k, v,
+scores, scaled, allowed, masked, weights, output, scale_factor) can call `head_stages` and
+render it with the macros of templates/_stages.html.
 """
 
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.figures import heatmap
+import numpy as np
+
+from app.cost import binary_size, score_bytes, score_entries
+from app.figures import LABEL_CELLS_UP_TO, heatmap
+from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
+from app.nav import NAV
+from app.service import mask_of, query_breakdown
+from app.templating import fmt
+
+# Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
+# alternative is the selected query's row (the full matrices are in the CSV download).
+HOVER_ARITHMETIC_UP_TO = 32
+FULL_TABLES_UP_TO = 32
+# Sums longer than this are written with "…" in the hover text.
+MAX_TERMS = 8
 
 
-def head_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The heatmap strip of one head, stage by stage."""
-    tokens = result["tokens"]
-    k = f"{result['scale_factor']:.3g}"
+def short(value: float) -> str:
+    """A factor in a hover sum: 0.5, 1, −0.34 (three decimals at most, no trailing zeros)."""
+    text = fmt(value, 3)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _sum(terms: Sequence[str]) -> str:
+    shown = list(terms[:MAX_TERMS])
+    if len(terms) > MAX_TERMS:
+        shown.append("…")
+    return " + ".join(shown)
+
+
+def scale_label(result: Mapping[str, Any]) -> str:
+    """ "√2" when the scores are divided by √d_k, "1" when scaling is switched off."""
+    d_k = int(result["d_k"])
+    if math.isclose(float(result["scale_factor"]), math.sqrt(d_k)) and d_k > 1:
+        return f"√{d_k}"
+    return "1"
+
+
+def dot_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
+    q, k, scores = (np.asarray(result[name], dtype=float) for name in ("q", "k", "scores"))
+    return [
+        [
+            f"q_{ti} · k_{tj} = "
+            + _sum([f"{short(a)}×{short(b)}" for a, b in zip(q[i], k[j], strict=True)])
+            + f" = {fmt(scores[i, j])}"
+            for j, tj in enumerate(tokens)
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def scaled_hover(result: Mapping[str, Any], dots: list[list[str]]) -> list[list[str]]:
+    """The dot product, then ", ÷ √2 = 0.707"."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    by = scale_label(result)
+    return [
+        [f"{text}, ÷ {by} = {fmt(scaled[i, j])}" for j, text in enumerate(row)]
+        for i, row in enumerate(dots)
+    ]
+
+
+def masked_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    return [
+        [
+            f"{ti} → {tj}: {fmt(scaled[i, j])} + 0 = {fmt(scaled[i, j])} (visible)"
+            if allowed[i, j]
+            else f"{ti} → {tj}: {fmt(scaled[i, j])} + (−∞) = −∞ (hidden by the mask)"
+            for j, tj in enumerate(tokens)
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def weight_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    weights = np.asarray(result["weights"], dtype=float)
+    rows = []
+    for i, ti in enumerate(tokens):
+        visible = np.flatnonzero(allowed[i])
+        if visible.size == 0:
+            rows.append([f"{ti} sees no key: its weights are all 0" for _ in tokens])
+            continue
+        if visible.size <= 4:
+            total = "(" + " + ".join(f"e^{fmt(scaled[i, j])}" for j in visible) + ")"
+        else:
+            total = f"Σ over its {visible.size} visible keys"
+        rows.append(
+            [
+                f"{ti} → {tj}: e^{fmt(scaled[i, j])} / {total} = {fmt(weights[i, j])}"
+                if allowed[i, j]
+                else f"{ti} → {tj}: hidden key, weight 0"
+                for j, tj in enumerate(tokens)
+            ]
+        )
+    return rows
+
+
+def weighted_hover(query: Mapping[str, Any], v: np.ndarray) -> list[list[str]]:
+    """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
+    return [
+        [
+            f"{row['weight']:.3f} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
+            f"{short(v[row['key_index'], d])} = {fmt(value)}"
+            for d, value in enumerate(row["weighted_value"])
+        ]
+        for row in query["rows"]
+    ]
+
+
+def output_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
+    weights = np.asarray(result["weights"], dtype=float)
+    v = np.asarray(result["v"], dtype=float)
+    output = np.asarray(result["output"], dtype=float)
+    return [
+        [
+            f"out_{ti}[{d}] = "
+            + _sum([f"{short(w)}×{short(x)}" for w, x in zip(weights[i], v[:, d], strict=True)])
+            + f" = {fmt(output[i, d])}"
+            for d in range(v.shape[1])
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def _table(matrix: Any, rows: Sequence[str], cols: Sequence[str], caption: str) -> dict[str, Any]:
     return {
-        "scores": heatmap(result["scores"], tokens, tokens, "Q·Kᵀ", "diverging"),
-        "scaled": heatmap(result["scaled"], tokens, tokens, f"÷ √d_k = ÷ {k}", "diverging"),
-        "masked": heatmap(result["masked"], tokens, tokens, "+ M (−∞ where hidden)", "diverging"),
-        "weights": heatmap(result["weights"], tokens, tokens, "softmax weights"),
-        "output": heatmap(
-            result["output"],
-            [f"d{j}" for j in range(result["d_v"])],
-            tokens,
-            "output = weights · V",
-            "diverging",
-            x_title="output dimension",
-        ),
+        "matrix": matrix,
+        "row_labels": list(rows),
+        "col_labels": list(cols),
+        "caption": caption,
     }
+
+
+def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> dict[str, Any]:
+    """Everything templates/_stages.html shows for one head: the token table's rows, the
+    heatmap strip (each figure with its table as text alternative) and the query breakdown.
+
+    `result` holds the stage fields of /api/attention. The breakdown is `result["query"]`
+    when present, else it is built here for `query_index` (default: the last token)."""
+    tokens = list(result["tokens"])
+    n = len(tokens)
+    if "query" in result and query_index in (None, result["query"]["index"]):
+        query = result["query"]
+    else:
+        query = query_breakdown(tokens, result, n - 1 if query_index is None else query_index)
+    i = query["index"]
+    v = np.asarray(result["v"], dtype=float)
+    dims = [f"d{d}" for d in range(v.shape[1])]
+    weighted = np.array([row["weighted_value"] for row in query["rows"]], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    hover = n <= HOVER_ARITHMETIC_UP_TO
+    full = n <= FULL_TABLES_UP_TO
+    by = scale_label(result)
+    dots = dot_hover(result, tokens) if hover else None
+
+    def square(name: str, caption: str) -> dict[str, Any]:
+        matrix = np.asarray(result[name], dtype=float)
+        if name == "masked":
+            matrix = np.where(allowed, matrix, np.nan)
+        cells = [[None if np.isnan(x) else x for x in row] for row in matrix]
+        if full:
+            return _table(cells, tokens, tokens, caption)
+        return _table(cells[i : i + 1], [tokens[i]], tokens, caption)
+
+    stages = [
+        {
+            "name": "scores",
+            "title": "Q·Kᵀ",
+            "fig": heatmap(result["scores"], tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
+            "table": square("scores", "Q·Kᵀ: query rows, key columns"),
+        },
+        {
+            "name": "scaled",
+            "title": f"÷ {by}",
+            "fig": heatmap(
+                result["scaled"],
+                tokens,
+                tokens,
+                f"÷ {by}",
+                "diverging",
+                hover=scaled_hover(result, dots) if dots else None,
+            ),
+            "table": square("scaled", f"Q·Kᵀ ÷ {by}"),
+        },
+        {
+            "name": "masked",
+            "title": "+ M",
+            "fig": heatmap(
+                result["scaled"],
+                tokens,
+                tokens,
+                "+ M (grey = hidden, −∞)",
+                "diverging",
+                hover=masked_hover(result, tokens) if hover else None,
+                hidden=~allowed,
+            ),
+            "table": square("masked", "Q·Kᵀ ÷ √d_k + M (−∞ where hidden)"),
+        },
+        {
+            "name": "weights",
+            "title": "softmax",
+            "fig": heatmap(
+                result["weights"],
+                tokens,
+                tokens,
+                "softmax weights (grey = hidden, 0)",
+                hover=weight_hover(result, tokens) if hover else None,
+                hidden=~allowed,
+                hidden_text="0",
+            ),
+            "table": square("weights", "Softmax weights: each row sums to 1 (0 if it sees no key)"),
+        },
+        {
+            "name": "weighted",
+            "title": f"weight × V for “{query['token']}”",
+            "fig": heatmap(
+                weighted,
+                dims,
+                tokens,
+                f"weight × V for “{query['token']}”",
+                "diverging",
+                x_title="value dimension",
+                y_title="key",
+                hover=weighted_hover(query, v) if hover else None,
+            ),
+            "table": _table(
+                weighted, tokens, dims, f"weight_j × v_j for the query “{query['token']}”"
+            ),
+        },
+        {
+            "name": "output",
+            "title": "weights · V",
+            "fig": heatmap(
+                result["output"],
+                dims,
+                tokens,
+                "output = weights · V",
+                "diverging",
+                x_title="output dimension",
+                hover=output_hover(result, tokens) if hover else None,
+            ),
+            "table": _table(
+                result["output"], tokens, dims, "Output = weights · V, one row per token"
+            ),
+        },
+    ]
+    return {
+        "tokens": tokens,
+        "n": n,
+        "result": result,
+        "query": query,
+        "scale_label": by,
+        "stages": stages,
+        "full_tables": full,
+        "cell_text": n <= LABEL_CELLS_UP_TO,
+        "empty_rows": [tokens[r] for r in result.get("empty_rows", [])],
+    }
+
+
+def head_figures(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The heatmap strip of one head, stage by stage, by stage name."""
+    return {stage["name"]: stage["fig"] for stage in head_stages(result)["stages"]}
+
+
+# ---------------------------------------------------------------- the head lab
+
+LONG_SENTENCE = (
+    "On a quiet morning the old fisherman walked down to the harbour, checked the ropes of "
+    "his small blue boat, and watched the gulls circle above the calm grey water until sunrise"
+)
+GENERATED = {"d_model": 4, "d_k": 4, "d_v": 4}
+
+
+def _preset(tokens: str, **rest: Any) -> str:
+    return "/?" + encode([("tokens", tokens), *GENERATED.items(), *rest.items()])
+
+
+PRESETS: list[tuple[str, str, str]] = [
+    ("Worked example", "/", "“The cat sleeps”, causal: the numbers of the worked example."),
+    (
+        "Repeated tokens",
+        _preset("the cat saw the cat", mask="bidirectional", query=3),
+        "Equal words get equal rows when nothing marks their position.",
+    ),
+    (
+        "Padded sequence",
+        _preset("Hello world <pad> <pad>", mask="bidirectional", pad="2,3", query=1),
+        "Two padding tokens that no query may look at.",
+    ),
+    (
+        "Sliding window",
+        _preset("one two three four five six seven eight", mask="window", window=3, query=7),
+        "Each token sees itself and the two tokens before it.",
+    ),
+    (
+        "Longer sentence (n = 32)",
+        _preset(LONG_SENTENCE, mask="causal", query=31),
+        "Thirty-two tokens with generated vectors: a strip too big for printed values.",
+    ),
+]
+MASK_MODES = [
+    ("causal", "Causal (a decoder)"),
+    ("bidirectional", "Bidirectional (an encoder)"),
+    ("window", "Sliding window"),
+    ("custom", "Custom pattern"),
+]
+PATTERN_UP_TO = 16  # the custom pattern is edited by clicking n × n cells
+REFERENCE_LENGTH = 4096  # the cost panel's comparison, as in the worked example's table
+
+
+def lab_editor(page: LabPage) -> dict[str, Any]:
+    """The controls of the lab, filled in with the state shown (exact numbers, so that the
+    form sends back what it received)."""
+    result, state = page.result, page.state
+    tokens = list(result["tokens"])
+    d_model, d_k, d_v = (int(result[name]) for name in ("d_model", "d_k", "d_v"))
+    inputs = [f"x{d}" for d in range(d_model)]
+    shapes = {
+        "x": (tokens, [f"d{d}" for d in range(d_model)]),
+        "w_q": (inputs, [f"q{d}" for d in range(d_k)]),
+        "w_k": (inputs, [f"k{d}" for d in range(d_k)]),
+        "w_v": (inputs, [f"v{d}" for d in range(d_v)]),
+    }
+    grids = [
+        {
+            "name": name,
+            "label": LABELS[name],
+            "rows": [
+                (rows[i], [number_text(v) for v in line])
+                for i, line in enumerate(np.asarray(result[name]).tolist())
+            ],
+            "cols": cols,
+            "given": name in page.given,
+        }
+        for name, (rows, cols) in shapes.items()
+    ]
+    n = len(tokens)
+    pattern = None
+    if n <= PATTERN_UP_TO:
+        spec = state.mask_spec().model_copy(update={"padding": None})
+        pattern = mask_of(spec, n).tolist()
+    return {
+        "text": " ".join(tokens),
+        "tokens": tokens,
+        "dims": {"d_model": d_model, "d_k": d_k, "d_v": d_v},
+        "widths": range(1, MAX_GRID_WIDTH + 1),
+        "seed": state.seed,
+        "grids": grids,
+        "modes": MASK_MODES,
+        "mask": state.mask,
+        "window": state.window,
+        "pattern": pattern,
+        "pad": set(state.pad),
+        "scale": state.scale,
+        "query": int(result["query"]["index"]),
+    }
+
+
+def cost_panel(n: int) -> dict[str, Any]:
+    """One head's score matrix now and at 4,096 tokens (one source: app/cost.py)."""
+    return {
+        "n": n,
+        "entries": score_entries(n),
+        "size": binary_size(score_bytes(n)).text,
+        "reference": REFERENCE_LENGTH,
+        "reference_entries": score_entries(REFERENCE_LENGTH),
+        "reference_size": binary_size(score_bytes(REFERENCE_LENGTH)).text,
+        "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
+    }
+
+
+def lab_context(page: LabPage) -> dict[str, Any]:
+    """Everything templates/lab.html and its fragment show."""
+    n = len(page.result["tokens"])
+    query_links = [
+        "/?" + encode([(k, i if k == "query" else v) for k, v in page.params]) for i in range(n)
+    ]
+    return {
+        "page": page,
+        "result": page.result,
+        "view": head_stages(page.result),
+        "links": query_links,
+        "editor": lab_editor(page),
+        "presets": PRESETS,
+        "cost": cost_panel(n),
+        "state_query": page.query,
+    }
+
+
+def stages_csv(result: Mapping[str, Any]) -> str:
+    """Every stage in one long table: stage, row, row label, column, column label, value.
+    Hidden scores read -inf; the mask reads 1 (visible) or 0 (hidden)."""
+    tokens = list(result["tokens"])
+    dims = {
+        name: [f"{prefix}{d}" for d in range(int(result[name]))]
+        for name, prefix in (("d_model", "d"), ("d_k", "d"), ("d_v", "d"))
+    }
+    inputs = [f"x{d}" for d in range(int(result["d_model"]))]
+    query = result["query"]
+    weighted = np.array([row["weighted_value"] for row in query["rows"]], dtype=float)
+    tables = [
+        ("x", result["x"], tokens, dims["d_model"]),
+        ("w_q", result["w_q"], inputs, dims["d_k"]),
+        ("w_k", result["w_k"], inputs, dims["d_k"]),
+        ("w_v", result["w_v"], inputs, dims["d_v"]),
+        ("q", result["q"], tokens, dims["d_k"]),
+        ("k", result["k"], tokens, dims["d_k"]),
+        ("v", result["v"], tokens, dims["d_v"]),
+        ("scores", result["scores"], tokens, tokens),
+        ("scaled", result["scaled"], tokens, tokens),
+        ("allowed", np.asarray(result["allowed"], dtype=int), tokens, tokens),
+        ("masked", result["masked"], tokens, tokens),
+        ("weights", result["weights"], tokens, tokens),
+        (f"weighted_values_query_{query['index']}", weighted, tokens, dims["d_v"]),
+        ("output", result["output"], tokens, dims["d_v"]),
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["stage", "row", "row_label", "column", "column_label", "value"])
+    for stage, values, rows, cols in tables:
+        for i, line in enumerate(np.asarray(values, dtype=float).tolist()):
+            for j, value in enumerate(line):
+                writer.writerow([stage, i, rows[i], j, cols[j], number_text(value)])
+    return out.getvalue()

@@ -52,11 +52,26 @@ def test_padding_hides_padded_keys_from_every_query() -> None:
     assert mask[:, :2].all()
 
 
-def test_softmax_is_finite_for_huge_scores() -> None:
-    scores = np.array([[1e6, -1e6, 1e6 - 1]])
-    weights = att.masked_softmax(scores, np.ones((1, 3), dtype=bool))
+@pytest.mark.parametrize(
+    ("scores", "visible", "expected"),
+    [
+        ([1e6, -1e6, 1e6 - 1], [1, 1, 1], [1 / (1 + np.exp(-1)), 0.0, 1 / (1 + np.e)]),
+        ([-1e6, -1e6, -1e6], [1, 1, 1], [1 / 3, 1 / 3, 1 / 3]),
+        ([1e6, -1e6, 5.0], [0, 1, 1], [0.0, np.exp(-1e6 - 5), 1.0]),
+        ([1e6, 1e6, -1e6], [1, 0, 0], [1.0, 0.0, 0.0]),
+        ([-1e6, 1e6, 1e6], [1, 1, 1], [0.0, 0.5, 0.5]),
+        ([1e300, -1e300, 0.0], [1, 1, 1], [1.0, 0.0, 0.0]),
+    ],
+)
+def test_softmax_subtracts_the_row_maximum(
+    scores: list[float], visible: list[int], expected: list[float]
+) -> None:
+    allowed = np.array([visible], dtype=bool)
+    weights = att.masked_softmax(np.array([scores]), allowed)
     assert np.isfinite(weights).all()
-    assert weights.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(weights[0], expected, rtol=1e-12, atol=0)
+    assert (weights[~allowed] == 0.0).all()
+    assert abs(weights.sum() - 1.0) <= 1e-12
 
 
 def test_row_with_no_visible_key_is_zero_not_nan() -> None:

@@ -2,22 +2,64 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Body, Depends, Query, Request
 
 from app.config import Settings, get_settings
+from app.cost_service import compute_cost, preset_list
+from app.measure import MeasurementCache
+from app.requests import JSONRoute
 from app.responses import JSONResponse
-from app.schemas import AttentionRequest, AttentionResponse, ErrorResponse
+from app.schemas import (
+    WORKED_EXAMPLE_REQUEST,
+    AttentionRequest,
+    AttentionResponse,
+    CostQuery,
+    ErrorResponse,
+)
 from app.service import compute_attention
 
-router = APIRouter(prefix="/api", tags=["api"])
+router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
+WORKED_EXAMPLE = {
+    "worked": {
+        "summary": 'The worked example "The cat sleeps" (the same as {})',
+        "value": WORKED_EXAMPLE_REQUEST,
+    }
+}
+AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
 @router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
-def attention(req: AttentionRequest, settings: SettingsDep) -> JSONResponse:
+def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     return JSONResponse(compute_attention(req, settings))
+
+
+def get_measurements(request: Request) -> MeasurementCache:
+    """The process's one timing run (built by create_app)."""
+    return request.app.state.measurements
+
+
+MeasurementsDep = Annotated[MeasurementCache, Depends(get_measurements)]
+
+
+@router.get("/cost", responses={422: {"model": ErrorResponse}})
+def cost(query: Annotated[CostQuery, Query()]) -> JSONResponse:
+    """What scales quadratically: score memory, FLOPs and the KV cache for one configuration."""
+    return JSONResponse(compute_cost(query))
+
+
+@router.get("/cost/models")
+def cost_models() -> JSONResponse:
+    """Model presets: published attention configurations, each with its source."""
+    return JSONResponse({"models": preset_list()})
+
+
+@router.get("/cost/measure", responses={503: {"model": ErrorResponse}})
+def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
+    """Dense attention timed on this server for a few lengths, fitted to c·n² (run once)."""
+    return JSONResponse(measurements.get())
 
 
 health_router = APIRouter(tags=["health"])

@@ -1,22 +1,66 @@
-"""HTML routes: parse → compute → render, with the same service calls as the API."""
+"""HTML routes: parse → compute → render, with the same service calls as the API.
+
+The head lab is one state (app/labstate.py) rendered four ways: the page, the fragment its
+script swaps in (`fragment=1`), and the CSV and JSON downloads.
+"""
 
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.responses import Response
 
 from app.config import Settings, get_settings
-from app.schemas import AttentionRequest
-from app.service import compute_attention
+from app.cost_views import cost_page_context
+from app.labstate import LabPage, lab_page
+from app.responses import JSONResponse
+from app.routes.api import MeasurementsDep
 from app.templating import templates
-from app.views import head_figures
+from app.views import lab_context, stages_csv
 
 router = APIRouter(include_in_schema=False)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
+def lab_state(request: Request, settings: SettingsDep) -> LabPage:
+    return lab_page(request.query_params.multi_items(), settings)
+
+
+LabDep = Annotated[LabPage, Depends(lab_state)]
+
+
+def problems_json(page: LabPage) -> JSONResponse:
+    detail = [{"loc": ["query"], "msg": p, "type": "value_error"} for p in page.problems]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
 @router.get("/", response_class=HTMLResponse)
-def lab(request: Request, settings: SettingsDep) -> HTMLResponse:
-    result = compute_attention(AttentionRequest(), settings)
-    context = {"result": result, "figures": head_figures(result)}
-    return templates.TemplateResponse(request, "lab.html", context)
+def lab(request: Request, page: LabDep, fragment: bool = False) -> Response:
+    """The head lab. A button's `action` redirects to the state it produced; bad input
+    renders the page with its problems next to the controls (422)."""
+    if page.action and page.ok and not fragment:
+        return RedirectResponse(f"/?{page.query}", status_code=303)
+    template = "_lab_fragment.html" if fragment else "lab.html"
+    status = 200 if page.ok else 422
+    return templates.TemplateResponse(request, template, lab_context(page), status_code=status)
+
+
+@router.get("/lab.json")
+def lab_json(page: LabDep) -> JSONResponse:
+    """The lab's state as the /api/attention result."""
+    return JSONResponse(page.result) if page.ok else problems_json(page)
+
+
+@router.get("/lab.csv")
+def lab_csv(page: LabDep) -> Response:
+    """Every stage of the lab's state, one number per line."""
+    if not page.ok:
+        return problems_json(page)
+    headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
+    return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+
+
+@router.get("/cost", response_class=HTMLResponse)
+def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
+    context, status = cost_page_context(dict(request.query_params), measurements)
+    return templates.TemplateResponse(request, "cost.html", context, status_code=status)

@@ -1,22 +1,16 @@
-"""Real-browser fixtures: uvicorn on 127.0.0.1 in a thread, Debian's chromium via Playwright.
+"""Real-browser fixtures: Debian's chromium via Playwright, on `live_server` (tests/conftest.py).
 
 Every page a test opens is watched: a request to any host but 127.0.0.1 is blocked and
 recorded, and console errors are collected; both fail the test at teardown.
 """
 
 import os
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
-
-from app.config import Settings
-from app.main import create_app
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -31,24 +25,6 @@ CHROMIUM_ARGS = [
 ]
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="session")
-def live_server() -> Iterator[str]:
-    """The app served by uvicorn on 127.0.0.1 at a free port, for the whole session."""
-    config = uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,162 @@
+"""The /cost page: its figures, its form and everything it shows, from one /api/cost result.
+
+Reads finished results (app/cost_service.py) and lays them out; computes no cost formula.
+"""
+
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import ValidationError
+
+from app.cost import binary_size
+from app.cost_service import compute_cost, preset_list
+from app.errors import BusyError, InputError, validation_errors
+from app.figures import Marker, Series, byte_ticks, log_log_lines
+from app.measure import MeasurementCache
+from app.schemas import CostQuery
+
+
+def _length_markers(result: dict[str, Any], field: str, fit: str, what: str) -> list[Marker]:
+    """A marker at the chosen length, and one where `what` fills the GPU (when on the chart)."""
+    n = result["seq_len"]
+    markers = [
+        Marker("your length", n, result[field], f"n = {n:,}: {result['sizes'][field]['text']}")
+    ]
+    m = result["gpu"][fit]
+    if m < result["curves"]["seq_len"][-1]:
+        gpu_bytes = result["gpu"]["memory_bytes"]
+        markers.append(
+            Marker("GPU full", m, gpu_bytes, f"{what} fills the GPU at n = {m:,}", "diamond")
+        )
+    return markers
+
+
+def _bytes_chart(
+    result: dict[str, Any], series: list[Series], title: str, markers: list[Marker]
+) -> dict[str, Any]:
+    """Bytes against length on log axes, with the GPU's memory as a dotted line."""
+    ns = result["curves"]["seq_len"]
+    gpu_bytes = result["gpu"]["memory_bytes"]
+    gpu_name = f"GPU memory ({result['sizes']['gpu_memory']['text']})"
+    values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
+    return log_log_lines(
+        ns,
+        [*series, Series(gpu_name, [gpu_bytes] * len(ns), dash="dot")],
+        title,
+        "bytes",
+        markers,
+        y_ticks=byte_ticks(min(values), max(values)),
+    )
+
+
+def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
+    return Series(name, values, [binary_size(v).text for v in values], dash)
+
+
+def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Score memory and KV cache against sequence length, with the chosen length and the
+    GPU's capacity marked."""
+    curves = result["curves"]
+    score_series = [
+        _sized(
+            "dense attention: n × n scores of every head", curves["dense_score_bytes_per_layer"]
+        ),
+        _sized(
+            "memory-efficient exact kernel: 8 bytes of row statistics per query and head",
+            curves["row_stats_bytes_per_layer"],
+        ),
+        _sized(
+            "Q, K, V and output (both kernels need them)", curves["qkvo_bytes_per_layer"], "dash"
+        ),
+    ]
+    kv_series = [
+        _sized(label, ys, "solid" if label == curves["kv_chosen"] else "dash")
+        for label, ys in curves["kv_cache_bytes"].items()
+    ]
+    return {
+        "scores": _bytes_chart(
+            result,
+            score_series,
+            f"Attention memory of one layer ({result['heads']} heads × batch {result['batch']})",
+            _length_markers(
+                result, "score_bytes_per_layer", "longest_dense_layer_fit", "dense scores"
+            ),
+        ),
+        "kv": _bytes_chart(
+            result,
+            kv_series,
+            f"KV cache, {result['layers']} layers × batch {result['batch']}",
+            _length_markers(result, "kv_cache_bytes", "longest_kv_fit", "the KV cache"),
+        ),
+    }
+
+
+def measure_figure(measurement: dict[str, Any]) -> dict[str, Any]:
+    """Measured seconds per length against the fitted c·n²."""
+    rows = measurement["rows"]
+    ns = [r["n"] for r in rows]
+    ms = [r["seconds"] * 1000 for r in rows]
+    fitted = [r["fitted_seconds"] * 1000 for r in rows]
+    return log_log_lines(
+        ns,
+        [
+            Series("measured on this server", ms, [f"{t:.2f} ms" for t in ms]),
+            Series("fitted c·n²", fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
+        ],
+        "Dense attention, one head: time against length",
+        "milliseconds",
+        mode="lines+markers",
+    )
+
+
+FORM_FIELDS = (
+    "seq_len",
+    "batch",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "window_layers",
+    "dtype",
+    "gpu_memory_gib",
+)
+
+
+def _form_values(result: dict[str, Any]) -> dict[str, str]:
+    """The inputs as the form shows them: the values the result was computed from."""
+    values = {name: result.get(name) for name in FORM_FIELDS}
+    values["dtype"] = result["dtype"] or "fp16"
+    values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
+    return {k: "" if v is None else str(v) for k, v in values.items()}
+
+
+def cost_page_context(
+    params: dict[str, str], measurements: MeasurementCache
+) -> tuple[dict[str, Any], int]:
+    """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
+
+    `measure` in the URL runs (or reuses) the timing; the rest is the query of /api/cost.
+    """
+    measure = params.pop("measure", None) is not None
+    context: dict[str, Any] = {"presets": preset_list(), "errors": [], "result": None}
+    status = 200
+    try:
+        result = compute_cost(CostQuery.model_validate(params))
+        context.update(result=result, form=_form_values(result), figures=cost_figures(result))
+        context["query_string"] = urlencode({k: v for k, v in context["form"].items() if v != ""})
+    except ValidationError as exc:
+        context.update(errors=validation_errors(exc.errors()), form=params)
+        status = 422
+    except InputError as exc:
+        context.update(errors=[{"loc": list(exc.loc), "msg": exc.msg}], form=params)
+        status = 422
+    context["selected_preset"] = params.get("preset", "")
+    try:
+        measurement = measurements.get() if measure else measurements.result
+    except BusyError as exc:
+        measurement, context["measure_busy"] = None, exc.msg
+    context["measurement"] = measurement
+    if measurement:
+        context["measure_figure"] = measure_figure(measurement)
+    return context, status

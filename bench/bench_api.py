@@ -1,0 +1,174 @@
+"""POST /api/attention: the HTTP round trip against an in-process floor, n = 3 … 256.
+
+The floor does the least any server must do for the same request: parse the same JSON with
+orjson, compute every stage with plain numpy, and serialize the same fields with orjson.
+The round trip is `python -m app` (uvicorn on 127.0.0.1, a free port, started here) asked
+one request at a time over one keep-alive connection, reading the whole response.
+
+    .venv/bin/python bench/bench_api.py
+"""
+
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+# (n, d_model = d_k = d_v, timed repeats)
+CASES = [(3, 4, 400), (16, 8, 300), (64, 64, 100), (256, 64, 30)]
+
+
+def request_body(n: int, d: int) -> bytes:
+    rng = np.random.default_rng(n)
+
+    def matrix(rows: int, cols: int) -> list[list[float]]:
+        return np.round(rng.standard_normal((rows, cols)), 3).tolist()
+
+    return orjson.dumps(
+        {
+            "tokens": [f"t{i}" for i in range(n)],
+            "x": matrix(n, d),
+            "w_q": matrix(d, d),
+            "w_k": matrix(d, d),
+            "w_v": matrix(d, d),
+            "mask": {"causal": True},
+            "query": n - 1,
+        }
+    )
+
+
+def floor(body: bytes) -> bytes:
+    """The same request answered with nothing but orjson and plain numpy."""
+    req = orjson.loads(body)
+    x, w_q, w_k, w_v = (np.array(req[f], dtype=float) for f in ("x", "w_q", "w_k", "w_v"))
+    tokens, i = req["tokens"], req["query"]
+    n = len(tokens)
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    scores = q @ k.T
+    scale_factor = np.sqrt(q.shape[1])
+    scaled = scores / scale_factor
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    masked = np.where(allowed, scaled, -np.inf)
+    exp = np.exp(masked - masked.max(axis=1, keepdims=True))
+    weights = exp / exp.sum(axis=1, keepdims=True)
+    output = weights @ v
+    weighted = weights[i][:, None] * v
+    rows = [
+        {
+            "key_index": j,
+            "key_token": tokens[j],
+            "dot": scores[i, j],
+            "scaled": scaled[i, j],
+            "visible": allowed[i, j],
+            "weight": weights[i, j],
+            "weighted_value": weighted[j],
+        }
+        for j in range(n)
+    ]
+    result = {
+        "tokens": tokens,
+        "scale_factor": scale_factor,
+        "x": x,
+        "w_q": w_q,
+        "w_k": w_k,
+        "w_v": w_v,
+        "q": q,
+        "k": k,
+        "v": v,
+        "scores": scores,
+        "scaled": scaled,
+        "allowed": allowed,
+        "masked": masked,
+        "weights": weights,
+        "output": output,
+        "empty_rows": [],
+        "query": {"index": i, "token": tokens[i], "rows": rows, "output": weighted.sum(axis=0)},
+    }
+    return orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def median_seconds(calls: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """Median time of each call, the calls taking turns so that both see the same machine load."""
+    times: list[list[float]] = [[] for _ in calls]
+    for round_ in range(max(3, repeats // 10) + repeats):
+        for call, spent in zip(calls, times, strict=True):
+            start = time.perf_counter()
+            call()
+            if round_ >= max(3, repeats // 10):  # the first rounds only warm up
+                spent.append(time.perf_counter() - start)
+    return [statistics.median(spent) for spent in times]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return server
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise RuntimeError("the server did not answer /healthz within 30 s")
+
+
+def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
+    conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{response.status}: {data[:300]!r}")
+    return data
+
+
+def main() -> None:
+    port = free_port()
+    server = start_server(port)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
+        header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
+        print(f"{header} {'HTTP/floor':>10}")
+        for n, d, repeats in CASES:
+            body = request_body(n, d)
+            answer = post(conn, body)
+            floor_s, http_s = median_seconds(
+                [lambda body=body: floor(body), lambda body=body: post(conn, body)], repeats
+            )
+            print(
+                f"{n:>5} {d:>5} {len(body) / 1e3:>7.1f}kB {len(answer) / 1e3:>7.1f}kB "
+                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
+            )
+        conn.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The cost calculator in a real browser."""
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import axe_violations, save_screenshot
+
+
+def test_page_opens_on_the_seed_table_and_follows_the_length(page: Page) -> None:
+    page.goto("/cost")
+    table = page.locator("#scaling-table")
+    for text in (
+        "4,096 tokens",
+        "16,777,216",
+        "32 MiB",
+        "8,192 tokens",
+        "67,108,864",
+        "128 MiB",
+        "16,384 tokens",
+        "268,435,456",
+        "512 MiB",
+    ):
+        expect(table).to_contain_text(text)
+    for fig in ("fig-cost-scores", "fig-cost-kv"):
+        expect(page.locator(f'[data-figure="{fig}"] .main-svg').first).to_be_visible()
+    save_screenshot(page, "cost")
+    assert axe_violations(page) == []
+
+    page.fill("#seq_len", "1024")
+    expect(page.locator("#scaling-table")).to_contain_text("1,048,576")  # 1,024²
+    expect(page.locator("#scaling-table")).to_contain_text("2 MiB")
+    expect(page.locator("#row-score-entries")).to_contain_text("1,024²")
+    expect(page).to_have_url(
+        "/cost?seq_len=1024&batch=1&dtype=fp16&gpu_memory_gib=24&layers=1"
+        "&heads=1&kv_heads=1&head_dim=128"
+    )
+
+
+def test_preset_fills_the_inputs(page: Page) -> None:
+    page.goto("/cost")
+    page.select_option("#preset", "llama-3-8b")
+    expect(page.locator("#kv_heads")).to_have_value("8")
+    expect(page.locator("#row-kv-token")).to_contain_text("131,072")
+    expect(page.locator("#preset-note")).to_contain_text("Meta-Llama-3-8B")
+    expect(page.locator(".plot .main-svg").first).to_be_visible()
+    assert axe_violations(page) == []
+
+
+def test_measure_button_swaps_in_the_timings(page: Page) -> None:
+    page.goto("/cost")
+    page.click("#measure-link")
+    expect(page.locator("#measure-table")).to_be_visible(timeout=30_000)
+    expect(page.locator("#measure-table tbody tr")).to_have_count(5)
+    expect(page.locator('[data-figure="fig-measure"] .main-svg').first).to_be_visible()
+    assert axe_violations(page) == []

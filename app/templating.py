@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from app import STATIC_DIR, TEMPLATES_DIR, i18n
-from app.classroom import classroom_context
+from app.classroom import classroom_context, hidden, url
 from app.nav import NAV
 from app.responses import dumps
 from app.routes.assets import PLOTLY_URL
@@ -90,6 +90,11 @@ environment.filters.update(
     number=i18n.format_number,
 )
 environment.globals.update(
-    nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url, locales=i18n.LOCALES
+    nav=NAV,
+    plotly_url=PLOTLY_URL,
+    static_url=static_url,
+    locales=i18n.LOCALES,
+    url=url,
+    hidden=hidden,
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

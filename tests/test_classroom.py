@@ -5,7 +5,7 @@ import re
 import pytest
 from fastapi import Request
 
-from app.classroom import CLASSROOM_PARAMS, embed_src
+from app.classroom import CLASSROOM_PARAMS, carry_through, embed_src, with_params
 from app.lessons import LESSONS, MAX_TITLE, custom_lesson, lesson_by_slug
 
 
@@ -31,19 +31,19 @@ def test_presenter_mode_is_kept_in_every_navigation_link(client) -> None:
     html = client.get("/", params={"present": "1", "lang": "es"}).text
     for path in ("/", "/walkthrough", "/lessons"):
         assert f'href="{path}?lang=es&amp;present=1"' in html
-    assert 'href="/?lang=es" data-present-toggle' in html  # the toggle turns it off
+    assert 'href="/?lang=es" data-exact data-present-toggle' in html  # the toggle: off
 
 
 def test_presenter_toggle_turns_it_on_keeping_the_rest(client) -> None:
     html = client.get("/lessons", params={"lang": "es"}).text
-    assert 'href="/lessons?lang=es&amp;present=1" data-present-toggle' in html
+    assert 'href="/lessons?lang=es&amp;present=1" data-exact data-present-toggle' in html
 
 
 def test_embed_hides_the_site_chrome(client) -> None:
     html = client.get("/", params={"embed": "1"}).text
     assert 'class="site-header"' not in html
     assert 'class="site-footer"' not in html
-    assert 'href="/" target="_blank"' in html  # out to the full page
+    assert 'href="/" data-exact target="_blank"' in html  # out to the full page
     assert "One attention head, every stage" in html
 
 
@@ -147,3 +147,71 @@ def test_classroom_parameter_names_are_the_documented_ones() -> None:
         "lesson_title",
         "lesson_text",
     }
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("/", "/?lang=es&present=1"),
+        ("/heads?heads=8#out", "/heads?heads=8&lang=es&present=1#out"),
+        ("/?lang=en", "/?lang=en&present=1"),  # a language switch keeps its choice
+    ],
+)
+def test_with_params_adds_only_what_a_link_does_not_set(target, expected) -> None:
+    assert with_params(target, [("lang", "es"), ("present", "1")]) == expected
+
+
+VIEW = [("lang", "es"), ("present", "1")]
+LESSON = [("lesson", "padding")]
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        (
+            '<a href="/cost?seq_len=4096&amp;heads=2">',
+            '<a href="/cost?seq_len=4096&amp;heads=2&amp;lang=es&amp;present=1">',
+        ),
+        ('<a class="x" href="/" data-exact>', '<a class="x" href="/" data-exact>'),
+        ('<a href="https://example.org/">', '<a href="https://example.org/">'),
+        ('<a href="//example.org/">', '<a href="//example.org/">'),
+        ('<a href="#main">', '<a href="#main">'),
+        ('<link href="/static/app.css">', '<link href="/static/app.css">'),
+        ('<form method="post" action="/x">', '<form method="post" action="/x">'),
+        (
+            '<form id="f" action="/">',
+            '<form id="f" action="/"><input type="hidden" name="lang" value="es">'
+            '<input type="hidden" name="present" value="1">'
+            '<input type="hidden" name="lesson" value="padding">',
+        ),
+        (
+            '<form method="GET" action="/walkthrough">',
+            '<form method="GET" action="/walkthrough"><input type="hidden" name="lang" value="es">'
+            '<input type="hidden" name="present" value="1">',
+        ),
+    ],
+)
+def test_carry_through_keeps_the_view_in_local_links_and_get_forms(html, expected) -> None:
+    assert carry_through(html, VIEW, LESSON, "/") == expected
+
+
+def test_a_redirect_keeps_the_view_and_the_lesson(client) -> None:
+    query = {"action": "generate-x", "lang": "es", "present": "1", "lesson": "padding"}
+    answer = client.get("/", params=query, follow_redirects=False)
+    assert answer.status_code == 303
+    location = answer.headers["location"]
+    assert location.startswith("/?tokens=")
+    assert location.endswith("&lang=es&present=1&lesson=padding")
+
+
+def test_pages_without_classroom_parameters_are_left_alone(client) -> None:
+    html = client.get("/lessons").text
+    assert 'href="/walkthrough"' in html
+    assert "data-carry" not in html
+
+
+def test_the_lab_fragment_keeps_the_view_in_its_links(client) -> None:
+    html = client.get("/", params={"fragment": "1", "present": "1", "tokens": "a b"}).text
+    chips = re.findall(r'<a class="chip" href="([^"]*)"', html)
+    assert chips
+    assert all(chip.endswith("&amp;present=1") for chip in chips)

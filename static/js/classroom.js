@@ -1,11 +1,37 @@
-// Classroom keys on every page. The server renders each mode (the URL carries it); this file
-// only follows links and flips the "controls shown" class in presenter mode.
+// Classroom mode on every page. The server renders each mode (the URL carries it); this file
+// follows links on keys, flips the "controls shown" class in presenter mode, and keeps the
+// view (language, presenter mode, embed, lesson: <body data-carry>) in the URLs that page
+// scripts write to the address bar or fetch, as the server keeps it in links and forms.
 //   p        presenter mode on or off (follows the header's button)
 //   c        in presenter mode: show or tuck away the editing controls
 //   ← and →  previous / next step where the page has rel="prev" / rel="next" links
 "use strict";
 
 (function () {
+  const carry = new URLSearchParams(document.body.dataset.carry || "");
+
+  function withCarry(url) {
+    const target = new URL(String(url), window.location.href);
+    if (target.origin !== window.location.origin) return url;
+    carry.forEach(function (value, name) {
+      if (!target.searchParams.has(name)) target.searchParams.append(name, value);
+    });
+    return target.pathname + target.search + target.hash;
+  }
+
+  if (carry.toString()) {
+    ["pushState", "replaceState"].forEach(function (name) {
+      const original = window.history[name].bind(window.history);
+      window.history[name] = function (state, title, url) {
+        return original(state, title, url == null ? url : withCarry(url));
+      };
+    });
+    const originalFetch = window.fetch.bind(window);
+    window.fetch = function (input, init) {
+      return originalFetch(typeof input === "string" ? withCarry(input) : input, init);
+    };
+  }
+
   function typing(event) {
     const el = event.target;
     return el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);

@@ -6,6 +6,7 @@ with FastAPI's usual body, each `msg` starting with the field it is about.
 """
 
 import logging
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -42,8 +43,12 @@ class BusyError(Exception):
 
 
 def field_name(loc: Sequence[str | int]) -> str:
-    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it."""
-    parts = loc[1:] if loc and loc[0] in LOCATIONS else loc
+    """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it.
+
+    FastAPI puts where a value came from first ("body", or "query" for a query parameter);
+    a model validated in Python has no such prefix, and ("query",) is its field `query`."""
+    where = loc[0] if loc else None
+    parts = loc[1:] if where == "body" or (where in LOCATIONS and len(loc) > 1) else loc
     name = ""
     for part in parts:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
@@ -66,7 +71,7 @@ SENTENCES = {
     "dict_type": "{field} must be an object in curly braces, not {got}",
     "model_type": "{field} must be an object in curly braces, not {got}",
     "model_attributes_type": "{field} must be an object in curly braces, not {got}",
-    "finite_number": "{field} must be a finite number, not {got}",
+    "finite_number": "{field} must be a finite number, not {got}; JSON has no NaN or Infinity",
     "greater_than_equal": "{field} is {got} but must be at least {ge}",
     "less_than_equal": "{field} is {got} but must be at most {le}",
     "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
@@ -84,6 +89,8 @@ def describe(value: Any) -> str:
     """A value as a short piece of JSON for a message (containers by kind, not content)."""
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):

@@ -1,6 +1,7 @@
 """Figure dicts in plotly's figure schema. Plain dicts: microseconds to build, validated by
 plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,13 +14,34 @@ from app.cost import BINARY_UNITS
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu"
 LABEL_CELLS_UP_TO = 12
+GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
 Scale = Literal["sequential", "diverging"]
 
 
+def plotly_text(text: str) -> str:
+    """Text shown as typed: plotly reads a few HTML tags in labels and decodes entities, so
+    token text like "<b>" or "<img …>" is written as entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
+    if value is None:
+        return "−∞"
+    number = float(value)
+    if math.isinf(number):
+        return "−∞" if number < 0 else "∞"
+    text = f"{number:.{digits}f}"
+    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
+        text = text[1:] if float(text) == 0 else "−" + text[1:]
+    return text
+
+
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
-    """Values printed in the cells; hidden (non-finite) entries read `hidden_text`."""
-    return [[f"{v:.{digits}f}" if np.isfinite(v) else hidden_text for v in row] for row in z]
+    """Values printed in the cells as the tables print them; hidden (non-finite) entries
+    read `hidden_text`."""
+    return [[fmt(v, digits) if np.isfinite(v) else hidden_text for v in row] for row in z]
 
 
 def heatmap(
@@ -46,11 +68,9 @@ def heatmap(
         "type": "heatmap",
         "z": finite,  # orjson writes NaN as null: a gap
         "x": _unique(x_labels),
-        "y": _unique(y_labels),
+        "y": _unique(y_labels),  # category labels, escaped by _unique
         "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
         "colorbar": {"thickness": 12, "len": 0.9},
-        "xgap": 1,
-        "ygap": 1,
         "hoverongaps": True,
     }
     if scale == "diverging":
@@ -58,16 +78,18 @@ def heatmap(
         trace["reversescale"] = True
     else:
         trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
+    if max(z.shape) <= GAPS_UP_TO:
+        trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
     if hover is not None:
-        trace["customdata"] = hover
+        trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     return {
         "data": [trace],
         "layout": {
-            "title": {"text": title, "y": 0.98, "yanchor": "top"},
+            "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
             "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
             "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
             "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
@@ -77,12 +99,13 @@ def heatmap(
 
 
 def _unique(labels: Sequence[str]) -> list[str]:
-    """Category axes merge equal labels; number repeats so every row keeps its own line."""
+    """Category axes merge equal labels; number repeats so every row keeps its own line.
+    Labels are escaped for plotly."""
     seen: dict[str, int] = {}
     out = []
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+        out.append(plotly_text(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out
 
 

@@ -31,7 +31,7 @@ from app import attention as att
 from app.config import Settings
 from app.errors import InputError, validation_errors
 from app.schemas import AttentionRequest, MaskSpec
-from app.service import compute_attention, resolve_inputs
+from app.service import compute_attention, mask_of, resolve_inputs
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
 MASK_MODES = ("causal", "bidirectional", "window", "custom")
@@ -66,6 +66,7 @@ class LabState:
         return len(self.tokens) if self.tokens is not None else len(att.WORKED_TOKENS)
 
     def mask_spec(self) -> MaskSpec:
+        """The mask of /api/attention for this mode, the padding flags included."""
         padding = [i in self.pad for i in range(self.n)] if self.pad else None
         if self.mask == "bidirectional":
             return MaskSpec(padding=padding)
@@ -74,6 +75,10 @@ class LabState:
         if self.mask == "custom":
             return MaskSpec(allowed=self.allowed, padding=padding)
         return MaskSpec(causal=True, padding=padding)
+
+    def pattern(self) -> np.ndarray:
+        """The mode's visibility pattern before padding: what the pattern grid shows."""
+        return mask_of(self.mask_spec().model_copy(update={"padding": None}), self.n)
 
     def to_request(self) -> AttentionRequest:
         """The one translation from the lab's URL to the request /api/attention takes."""

@@ -2,8 +2,8 @@
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.middleware.gzip import GZipMiddleware
 
 from app import STATIC_DIR, errors
 from app.classroom import ClassroomMiddleware
@@ -31,12 +31,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     application.add_middleware(ClassroomMiddleware)
+    # Pages, fragments and JSON travel compressed (plotly.js arrives already gzipped).
+    application.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)
     application.include_router(classroom.router)
     application.include_router(assets.router)
-    application.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 
 

@@ -1,8 +1,10 @@
 """Request and response shapes: the contract of shared/API.md, with the limits in Field(...).
 
-Shape checks that involve several fields (x against W_Q, padding against the tokens) live in
-model validators and raise a sentence a student can act on. Limits that come from the
-settings (how many tokens, how wide) are checked by `check_limits`, since they can change.
+Shape checks between given fields (x against W_Q, W_Q against W_K) live in the model
+validator and raise `_fail(kind, message, loc)`: a sentence a student can act on, reported
+at the field to change, like pydantic's own errors. What needs the defaults filled in (the
+mask and the query against the number of tokens) or the settings (how many tokens, how
+wide) is checked by `check_mask` and `check_limits`, which raise InputError at the field.
 """
 
 from typing import Annotated, Any, Literal
@@ -35,15 +37,16 @@ Flag = Annotated[bool, Field(strict=True)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
 
 
-def _fail(loc: str | tuple[str | int, ...], kind: str, message: str) -> ValidationError:
+def _fail(kind: str, message: str, loc: str | tuple[str | int, ...] = ()) -> ValidationError:
     """A problem found by comparing fields, reported at the field to fix (`loc`, as pydantic
-    reports its own errors), not at the whole body. Raised inside a validator, pydantic keeps it."""
+    reports its own errors) rather than at the whole body. Raised inside a validator, it
+    reaches the caller as it is, loc and all."""
     line = InitErrorDetails(
         type=PydanticCustomError(kind, message),
         loc=(loc,) if isinstance(loc, str) else loc,
         input=None,
     )
-    return ValidationError.from_exception_data("AttentionRequest", [line])
+    return ValidationError.from_exception_data("request", [line])
 
 
 def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:
@@ -52,10 +55,10 @@ def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...
     for i, row in enumerate(matrix):
         if len(row) != width:
             raise _fail(
-                (*(loc or (name,)), i),
                 "ragged_matrix",
                 f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
                 "every row of a matrix needs the same length",
+                (*(loc or (name,)), i),
             )
     return width
 
@@ -128,10 +131,10 @@ class AttentionRequest(BaseModel):
             width = matrix_width(name, w)
             if len(w) != d_model:
                 raise _fail(
-                    name,
                     "shape_mismatch",
                     f"{name} has {len(w)} rows but {self._d_model_source()} "
                     f"(d_model = {d_model}); {name} needs one row per number of an x row",
+                    name,
                 )
             expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
             if expected is not None and width != expected:
@@ -142,7 +145,7 @@ class AttentionRequest(BaseModel):
                     else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
                 )
                 said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
-                raise _fail(name, "shape_mismatch", f"{name} has {width} columns but {said}; {fix}")
+                raise _fail("shape_mismatch", f"{name} has {width} columns but {said}; {fix}", name)
         return self
 
     def first_given(self, names: tuple[str, ...], default: str = "") -> str:
@@ -170,16 +173,16 @@ class AttentionRequest(BaseModel):
                 else f"tokens was left out, so the worked example's {n} tokens are used"
             )
             raise _fail(
-                "x",
                 "shape_mismatch",
                 f"x has {len(self.x)} rows but {given}; give one row of x per token",
+                "x",
             )
         if self.d_model is not None and width != self.d_model:
             raise _fail(
-                "d_model",
                 "shape_mismatch",
                 f"d_model is {self.d_model} but each x row has {width} numbers; "
                 "leave d_model out or make them agree",
+                "d_model",
             )
 
     def given_d_model(self) -> int | None:

@@ -6,7 +6,6 @@ language, presenter, embed and lesson state of its URL (app/classroom.py).
 """
 
 import hashlib
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -16,22 +15,10 @@ from markupsafe import Markup
 
 from app import STATIC_DIR, TEMPLATES_DIR, i18n
 from app.classroom import classroom_context, hidden, url
+from app.figures import fmt
 from app.nav import NAV
 from app.responses import dumps
 from app.routes.assets import PLOTLY_URL
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
-    if value is None:
-        return "−∞"
-    number = float(value)
-    if math.isinf(number):
-        return "−∞" if number < 0 else "∞"
-    text = f"{number:.{digits}f}"
-    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
-        text = text[1:] if float(text) == 0 else "−" + text[1:]
-    return text
 
 
 def fmt_vector(values: Any, digits: int = 2) -> str:

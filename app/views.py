@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from app.cost import binary_size, score_bytes, score_entries
-from app.figures import LABEL_CELLS_UP_TO, heatmap
+from app.figures import LABEL_CELLS_UP_TO, fmt, heatmap
 from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
 from app.nav import NAV
-from app.service import mask_of, query_breakdown
-from app.templating import fmt
+from app.service import query_breakdown
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -31,9 +30,11 @@ MAX_TERMS = 8
 
 
 def short(value: float) -> str:
-    """A factor in a hover sum: 0.5, 1, −0.34 (three decimals at most, no trailing zeros)."""
+    """A factor in a hover sum: 0.5, 1, (−0.34): three decimals at most, no trailing zeros,
+    negatives in parentheses so that "×" and "+" read unambiguously."""
     text = fmt(value, 3)
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return f"({text})" if text.startswith("−") else text
 
 
 def _sum(terms: Sequence[str]) -> str:
@@ -120,7 +121,7 @@ def weighted_hover(query: Mapping[str, Any], v: np.ndarray) -> list[list[str]]:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
     return [
         [
-            f"{row['weight']:.3f} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
+            f"{fmt(row['weight'])} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
             f"{short(v[row['key_index'], d])} = {fmt(value)}"
             for d, value in enumerate(row["weighted_value"])
         ]
@@ -176,13 +177,12 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
     dots = dot_hover(result, tokens) if hover else None
 
     def square(name: str, caption: str) -> dict[str, Any]:
-        matrix = np.asarray(result[name], dtype=float)
+        rows = slice(None) if full else slice(i, i + 1)
+        matrix = np.asarray(result[name], dtype=float)[rows]
         if name == "masked":
-            matrix = np.where(allowed, matrix, np.nan)
-        cells = [[None if np.isnan(x) else x for x in row] for row in matrix]
-        if full:
-            return _table(cells, tokens, tokens, caption)
-        return _table(cells[i : i + 1], [tokens[i]], tokens, caption)
+            matrix = np.where(allowed[rows], matrix, np.nan)
+        cells = [[None if np.isnan(x) else x for x in row] for row in matrix.tolist()]
+        return _table(cells, tokens[rows], tokens, caption)
 
     stages = [
         {
@@ -244,6 +244,8 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 x_title="value dimension",
                 y_title="key",
                 hover=weighted_hover(query, v) if hover else None,
+                hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
+                hidden_text="0",
             ),
             "table": _table(
                 weighted, tokens, dims, f"weight_j × v_j for the query “{query['token']}”"
@@ -271,17 +273,13 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
         "n": n,
         "result": result,
         "query": query,
+        "weight_sum": float(sum(row["weight"] for row in query["rows"])),
         "scale_label": by,
         "stages": stages,
         "full_tables": full,
         "cell_text": n <= LABEL_CELLS_UP_TO,
         "empty_rows": [tokens[r] for r in result.get("empty_rows", [])],
     }
-
-
-def head_figures(result: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The heatmap strip of one head, stage by stage, by stage name."""
-    return {stage["name"]: stage["fig"] for stage in head_stages(result)["stages"]}
 
 
 # ---------------------------------------------------------------- the head lab
@@ -357,10 +355,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
         for name, (rows, cols) in shapes.items()
     ]
     n = len(tokens)
-    pattern = None
-    if n <= PATTERN_UP_TO:
-        spec = state.mask_spec().model_copy(update={"padding": None})
-        pattern = mask_of(spec, n).tolist()
+    pattern = state.pattern().tolist() if n <= PATTERN_UP_TO else None
     return {
         "text": " ".join(tokens),
         "tokens": tokens,
@@ -382,10 +377,10 @@ def cost_panel(n: int) -> dict[str, Any]:
     """One head's score matrix now and at 4,096 tokens (one source: app/cost.py)."""
     return {
         "n": n,
-        "entries": score_entries(n),
+        "entries": f"{score_entries(n):,}",
         "size": binary_size(score_bytes(n)).text,
-        "reference": REFERENCE_LENGTH,
-        "reference_entries": score_entries(REFERENCE_LENGTH),
+        "reference": f"{REFERENCE_LENGTH:,}",
+        "reference_entries": f"{score_entries(REFERENCE_LENGTH):,}",
         "reference_size": binary_size(score_bytes(REFERENCE_LENGTH)).text,
         "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
     }

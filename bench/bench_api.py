@@ -8,14 +8,18 @@ one request at a time over one keep-alive connection, reading the whole response
     .venv/bin/python bench/bench_api.py
 """
 
-import http.client
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
+
+import http.client
 import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +141,18 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not answer /healthz within 30 s")
 
 
+@contextmanager
+def running_app() -> Iterator[int]:
+    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port."""
+    port = free_port()
+    server = start_server(port)
+    try:
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
     conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
     response = conn.getresponse()
@@ -147,11 +163,11 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
-    server = start_server(port)
-    try:
+    with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
+        print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
         print(f"{header} {'HTTP/floor':>10}")
         for n, d, repeats in CASES:
@@ -165,9 +181,6 @@ def main() -> None:
                 f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
             )
         conn.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ from importlib import resources
 
 import plotly
 from fastapi import APIRouter, Request
+from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
+from starlette.types import Scope
 
 router = APIRouter(include_in_schema=False)
 PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.min.js"
@@ -31,3 +33,14 @@ def plotly_bundle(request: Request) -> Response:
         headers["Content-Encoding"] = "gzip"
         return Response(packed, media_type="text/javascript", headers=headers)
     return Response(plain, media_type="text/javascript", headers=headers)
+
+
+class VersionedStaticFiles(StaticFiles):
+    """/static files; a URL carrying its content hash (?v=…, from `static_url`) never changes,
+    so browsers may keep it for a year without asking again."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code == 200 and b"v=" in scope.get("query_string", b""):
+            response.headers["Cache-Control"] = ONE_YEAR
+        return response

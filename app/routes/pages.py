@@ -35,14 +35,18 @@ def problems_json(page: LabPage) -> JSONResponse:
 
 
 @router.get("/", response_class=HTMLResponse)
-def lab(request: Request, page: LabDep, fragment: bool = False) -> Response:
+def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
-    renders the page with its problems next to the controls (422)."""
-    if page.action and page.ok and not fragment:
+    renders the page with its problems next to the controls (422). The live fragment answers
+    200 either way: a half-typed number is a normal moment of editing, not a failed request
+    (its messages carry data-problems). `fragment=results` leaves the controls out."""
+    if fragment:
+        context = {**lab_context(page), "with_editor": fragment != "results"}
+        return templates.TemplateResponse(request, "_lab_fragment.html", context)
+    if page.action and page.ok:
         return RedirectResponse(f"/?{page.query}", status_code=303)
-    template = "_lab_fragment.html" if fragment else "lab.html"
     status = 200 if page.ok else 422
-    return templates.TemplateResponse(request, template, lab_context(page), status_code=status)
+    return templates.TemplateResponse(request, "lab.html", lab_context(page), status_code=status)
 
 
 @router.get("/lab.json")

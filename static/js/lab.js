@@ -7,7 +7,7 @@
   const form = document.getElementById("lab-form");
   if (!form) return;
   const MATRIX_NAMES = new Set(["x", "w_q", "w_k", "w_v", "cell", "allowed"]);
-  const DEBOUNCE_MS = 30;
+  const DEBOUNCE_MS = 10; // edits arriving while a request is out are merged into one more
   let inFlight = false;
   let queued = null;
   let timer = null;
@@ -75,12 +75,13 @@
     return fresh;
   }
 
-  function apply(status, html, structural) {
+  function apply(html, structural) {
     const template = document.createElement("template");
     template.innerHTML = html;
     const part = function (id) { return template.content.getElementById(id); };
-    document.getElementById("lab-messages").replaceWith(part("lab-messages"));
-    if (status !== 200) {
+    const messages = part("lab-messages");
+    document.getElementById("lab-messages").replaceWith(messages);
+    if (messages.dataset.problems === "1") {
       document.getElementById("lab-results").classList.add("stale");
       return;
     }
@@ -104,14 +105,12 @@
       return;
     }
     inFlight = true;
+    const structural = job.structural || Boolean(job.action);
     const params = stateParams(job.action);
-    params.append("fragment", "1");
+    params.append("fragment", structural ? "all" : "results");
     fetch("/?" + params.toString(), { headers: { Accept: "text/html" } })
-      .then(function (response) {
-        return response.text().then(function (html) {
-          apply(response.status, html, job.structural || Boolean(job.action));
-        });
-      })
+      .then(function (response) { return response.text(); })
+      .then(function (html) { apply(html, structural); })
       .catch(function () {
         document.getElementById("lab-results").classList.add("stale");
       })

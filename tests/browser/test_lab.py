@@ -1,16 +1,155 @@
-"""The head lab in a real browser."""
+"""The head lab in a real browser: live edits, the URL as the state, safety, accessibility."""
 
-from playwright.sync_api import Page, expect
+from collections.abc import Callable, Iterator
 
-from tests.browser.conftest import axe_violations, save_screenshot
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from app.schemas import WORKED_EXAMPLE_REQUEST
+from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
+
+
+def redraws(page: Page) -> int:
+    return int(page.evaluate("document.documentElement.dataset.labRedraws || '0'"))
+
+
+def edit(page: Page, action: Callable[[], None]) -> None:
+    """Do something in the form, then wait until the server's new results are drawn."""
+    before = redraws(page)
+    action()
+    page.wait_for_function(
+        f"Number(document.documentElement.dataset.labRedraws || 0) > {before}", timeout=10_000
+    )
+
+
+def weights_shown(page: Page) -> list[str]:
+    return page.locator("#query-table tbody tr td:nth-child(4)").all_inner_texts()
+
+
+@pytest.fixture
+def dialogs(page: Page) -> Iterator[list[str]]:
+    seen: list[str] = []
+    page.on("dialog", lambda d: (seen.append(d.message), d.dismiss()))
+    yield seen
+    assert seen == [], "a dialog opened: page content ran as script"
+
+
+def hover_cell(page: Page, figure: str, row: int, column: int) -> str:
+    """Point at one cell of a drawn heatmap and read plotly's hover label."""
+    plot = page.locator(f"[data-figure='{figure}']")
+    plot.scroll_into_view_if_needed()
+    box = plot.bounding_box()
+    assert box is not None
+    x, y = plot.evaluate(
+        """(gd, [row, column]) => [gd._fullLayout.xaxis._offset + gd._fullLayout.xaxis.c2p(column),
+                                   gd._fullLayout.yaxis._offset + gd._fullLayout.yaxis.c2p(row)]""",
+        [row, column],
+    )
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    label = plot.locator(".hoverlayer .hovertext")
+    expect(label).to_have_count(1)
+    return label.text_content() or ""
 
 
 def test_worked_example_shows_weights_and_output(page: Page) -> None:
     page.goto("/")
-    table = page.locator("#query-table")
-    for weight in ("0.670", "0.330", "0.000"):
-        expect(table).to_contain_text(weight)
+    assert weights_shown(page) == ["0.670", "0.330", "0.000"]
     expect(page.locator("#query-output")).to_have_text("[0.83, −0.34]")
-    expect(page.locator(".plot .main-svg").first).to_be_visible()
+    expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
     save_screenshot(page, "lab")
     assert axe_violations(page) == []
+    assert hover_cell(page, "fig-scaled", 1, 0) == (
+        "q_cat · k_The = 0×0.5 + 1×1 = 1.000, ÷ √2 = 0.707"
+    )
+
+
+def test_editing_w_q_shows_the_servers_new_weights(page: Page) -> None:
+    page.goto("/")
+    edit(page, lambda: page.locator("#w_q-0-0").fill("2"))
+    api = page.request.post(
+        "/api/attention", data={**WORKED_EXAMPLE_REQUEST, "w_q": [[2, 0.5], [0, 1]]}
+    ).json()
+    expected = [f"{row['weight']:.3f}" for row in api["query"]["rows"]]
+    assert weights_shown(page) == expected
+    assert "w_q=2,0.5;0,1" in page.url
+    assert "x=" not in page.url  # the worked rows are the default for these tokens
+
+
+def test_bidirectional_lets_cat_see_sleeps(page: Page) -> None:
+    page.goto("/")
+    sleeps = page.locator("#query-table tbody tr").nth(2)
+    expect(sleeps.locator("td").nth(2)).to_have_class("hidden-cell")
+    edit(page, lambda: page.get_by_label("Bidirectional (an encoder)").check())
+    assert "mask=bidirectional" in page.url
+    expect(sleeps.locator("td").nth(2)).not_to_have_class("hidden-cell")
+    assert float(sleeps.locator("td").nth(2).inner_text()) > 0.3
+
+
+def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: PageWatch) -> None:
+    page.goto("/")
+    edit(page, lambda: page.locator("#w_q-1-1").fill("-1.5"))
+    edit(page, lambda: page.get_by_label("Sliding window").check())
+    edit(page, lambda: page.locator("#window").fill("1"))
+    edit(page, lambda: page.locator(".chip", has_text="sleeps").click())
+    edit(page, lambda: page.get_by_label("Divide the scores by √d_k").uncheck())
+    shown = weights_shown(page)
+    output = page.locator("#query-output").inner_text()
+    fresh = page.context.new_page()
+    fresh.on(
+        "console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None
+    )
+    fresh.goto(page.url)
+    expect(fresh.locator("#w_q-1-1")).to_have_value("-1.5")
+    expect(fresh.get_by_label("Sliding window")).to_be_checked()
+    expect(fresh.locator("#window")).to_have_value("1")
+    expect(fresh.get_by_label("Divide the scores by √d_k")).not_to_be_checked()
+    expect(fresh.locator("#query")).to_have_value("2")
+    assert weights_shown(fresh) == shown == ["0.000", "0.000", "1.000"]
+    expect(fresh.locator("#query-output")).to_have_text(output)
+
+
+def test_markup_in_the_text_is_shown_as_text(page: Page, dialogs: list[str]) -> None:
+    page.goto("/")
+    hostile = "<img src=x onerror=alert(1)>"
+    edit(page, lambda: page.locator("#tokens").fill(hostile))
+    expect(page.locator("#token-table tbody th").first).to_have_text("<img")
+    expect(page.locator("#token-table tbody th").nth(2)).to_have_text("onerror=alert(1)>")
+    assert page.locator("#lab-results img").count() == 0
+    page.goto(page.url)  # the same state, rendered whole by the server
+    expect(page.locator("#tokens")).to_have_value(hostile)
+    assert page.locator("main img").count() == 0
+    page.wait_for_timeout(300)  # let an injected handler fire, if there were one
+
+
+def test_a_button_and_a_bad_cell_update_without_a_reload(page: Page) -> None:
+    page.goto("/")
+    page.evaluate("window.notReloaded = true")
+    edit(page, lambda: page.get_by_role("button", name="Identity").first.click())
+    expect(page.locator("#w_q-0-1")).to_have_value("0")
+    assert "w_q=1,0;0,1" in page.url
+    url = page.url
+    page.locator("#x-0-0").fill("abc")
+    expect(page.locator("#lab-messages")).to_contain_text("“abc” is not a number")
+    expect(page.locator("#lab-results")).to_have_class("lab-results stale")
+    assert page.url == url  # the address keeps the last state that worked
+    edit(page, lambda: page.locator("#x-0-0").fill("1"))
+    expect(page.locator("#lab-messages")).to_have_text("")
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_without_javascript_the_form_submits(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(java_script_enabled=False, base_url=live_server)
+    page = context.new_page()
+    page.goto("/")
+    assert weights_shown(page) == ["0.670", "0.330", "0.000"]
+    page.locator("#w_q-0-0").fill("2")
+    page.get_by_label("Bidirectional (an encoder)").check()
+    page.get_by_role("button", name="Update").click()
+    page.wait_for_load_state()
+    assert "mask=bidirectional" in page.url
+    expect(page.locator("#w_q-0-0")).to_have_value("2")
+    assert weights_shown(page)[2] != "0.000"
+    page.get_by_role("button", name="Identity").first.click()  # a button redirects to its state
+    page.wait_for_load_state()
+    assert "w_q=1,0;0,1" in page.url
+    context.close()

@@ -1,0 +1,142 @@
+"""The head lab page: render throughput against the API's, edit-to-redraw time in a real
+browser, and the bytes a first visit and a warm reload transfer.
+
+- Throughput: GET / (the whole worked-example page, gzip as a browser asks for it) and
+  POST /api/attention {} (the same state as JSON) take turns on keep-alive connections to
+  one `python -m app` on 127.0.0.1; requests per second from the median time of each.
+- Edit-to-redraw: Debian's chromium (Playwright, the flags of tests/browser/conftest.py) on a
+  page of n generated tokens; one W_Q cell is changed 20 times, each time from the input
+  event until the next animation frame after the server's results are swapped in and drawn
+  (the debounce included). The median is reported, at n = 16 and n = 128.
+- Bytes: every response's encodedDataLength (headers and compressed body, from the DevTools
+  protocol) on a first visit with an empty cache, then on a reload with a warm cache.
+
+Goals: edit-to-redraw ≤ 100 ms at n = 16 and ≤ 300 ms at n = 128; first load ≤ 1.6 MB;
+warm reload ≤ 100 KB.
+
+    .venv/bin/python bench/bench_page.py
+"""
+
+import http.client
+import statistics
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+from playwright.sync_api import Browser, sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_api import median_seconds, running_app
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+EDITS = 20
+THROUGHPUT_REPEATS = 200
+
+# One edit, timed inside the page: from the input event to the frame after the redraw.
+TIME_ONE_EDIT = """async (value) => {
+  const root = document.documentElement;
+  const before = Number(root.dataset.labRedraws || 0);
+  const cell = document.getElementById("w_q-0-0");
+  const start = performance.now();
+  cell.value = value;
+  cell.dispatchEvent(new Event("input", { bubbles: true }));
+  await new Promise((done) => {
+    const check = () => Number(root.dataset.labRedraws || 0) > before
+      ? requestAnimationFrame(() => done()) : setTimeout(check, 1);
+    check();
+  });
+  return performance.now() - start;
+}"""
+
+
+def get(conn: http.client.HTTPConnection, path: str) -> bytes:
+    conn.request("GET", path, headers={"Accept-Encoding": "gzip"})
+    response = conn.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"GET {path}: {response.status}")
+    return body
+
+
+def post_empty(conn: http.client.HTTPConnection) -> bytes:
+    conn.request("POST", "/api/attention", b"{}", {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    return response.read()
+
+
+def throughput(port: int) -> None:
+    page_conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    api_conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    page_bytes, api_bytes = len(get(page_conn, "/")), len(post_empty(api_conn))
+    page_s, api_s = median_seconds(
+        [lambda: get(page_conn, "/"), lambda: post_empty(api_conn)], THROUGHPUT_REPEATS
+    )
+    print("Worked example, one request at a time (median of each, taking turns)")
+    for label, seconds, size in (
+        ("GET / (page)", page_s, page_bytes),
+        ("POST /api/attention", api_s, api_bytes),
+    ):
+        print(f"  {label:<20} {1 / seconds:8.0f} /s  {seconds * 1e3:6.2f} ms  {size:>7,} B")
+    print(f"  page time / API time {page_s / api_s:8.2f}x")
+    page_conn.close()
+    api_conn.close()
+
+
+def lab_url(n: int) -> str:
+    tokens = " ".join(f"w{i}" for i in range(n))
+    return "/?" + urlencode({"tokens": tokens, "d_model": 4, "d_k": 4, "d_v": 4, "mask": "causal"})
+
+
+def edit_to_redraw(browser: Browser, base: str, n: int) -> float:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
+    page = context.new_page()
+    page.goto(lab_url(n))
+    page.wait_for_selector("[data-figure='fig-output'] .main-svg")
+    page.evaluate(TIME_ONE_EDIT, "0.1")  # warm up: the first redraw builds plotly's state
+    times = [page.evaluate(TIME_ONE_EDIT, f"{0.2 + k / 100:.2f}") for k in range(EDITS)]
+    context.close()
+    return statistics.median(times)
+
+
+def transferred(browser: Browser, base: str) -> tuple[int, int]:
+    """Bytes on the wire for a first visit to / and for a reload with that cache."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    total = [0]
+    cdp.on(
+        "Network.loadingFinished",
+        lambda event: total.__setitem__(0, total[0] + event["encodedDataLength"]),
+    )
+    page.goto("/", wait_until="networkidle")
+    first = total[0]
+    total[0] = 0
+    page.reload(wait_until="networkidle")
+    warm = total[0]
+    context.close()
+    return first, warm
+
+
+def main() -> None:
+    with running_app() as port:
+        base = f"http://127.0.0.1:{port}"
+        throughput(port)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            print(f"Edit-to-redraw in chromium, median of {EDITS} W_Q edits (goal)")
+            for n, goal in ((16, 100), (128, 300)):
+                ms = edit_to_redraw(browser, base, n)
+                print(f"  n = {n:>3}  {ms:7.1f} ms  (≤ {goal} ms)")
+            first, warm = transferred(browser, base)
+            print("Bytes transferred for / (goal)")
+            print(f"  first load   {first:>10,} B  (≤ 1,600,000)")
+            print(f"  warm reload  {warm:>10,} B  (≤ 100,000)")
+            browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -41,6 +41,9 @@ class Lesson:
         return {**self.params, "lesson": self.slug or ""}
 
 
+# The lab's generated examples use four-wide vectors (app/labstate.py reads these names).
+GENERATED = {"d_model": "4", "d_k": "4", "d_v": "4"}
+
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
         slug="worked-example",
@@ -52,6 +55,82 @@ LESSONS: tuple[Lesson, ...] = (
             "turns 0.707 and 0 into 0.670 and 0.330, and the output mixes the first two values "
             "in that proportion: [0.83, −0.34]."
         ),
+    ),
+    Lesson(
+        slug="encoder-decoder",
+        title=N_("Encoder and decoder masks"),
+        text=N_(
+            "An encoder lets every token look at every other token, before and after it: no "
+            "cell of the weights is grey. Now switch the mask to causal, as in a decoder that "
+            "writes one token at a time and must not read ahead: the cells above the diagonal "
+            "turn grey, each row shares its weight among fewer keys, and the first token can "
+            "only attend to itself."
+        ),
+        params={
+            **GENERATED,
+            "tokens": "the cat sat on the mat",
+            "mask": "bidirectional",
+            "query": "2",
+        },
+    ),
+    Lesson(
+        slug="padding",
+        title=N_("Padding"),
+        text=N_(
+            "Sequences in a batch are filled up to one length with padding tokens. The padding "
+            "mask hides those keys from every query, so they get weight 0 and add nothing to "
+            "any output. Compare a real token's row with and without the two <pad> keys: only "
+            "the visible keys share the weight."
+        ),
+        params={
+            **GENERATED,
+            "tokens": "Hello world <pad> <pad>",
+            "mask": "bidirectional",
+            "pad": "2,3",
+            "query": "1",
+        },
+    ),
+    Lesson(
+        slug="sliding-window",
+        title=N_("A sliding window"),
+        text=N_(
+            "With a window of w = 3, each token sees itself and the two tokens before it, "
+            "however long the text is: a band along the diagonal. The work per token no longer "
+            "grows with the length. Stacked layers still carry information further back, one "
+            "window per layer."
+        ),
+        params={
+            **GENERATED,
+            "tokens": "one two three four five six seven eight",
+            "mask": "window",
+            "window": "3",
+            "query": "7",
+        },
+    ),
+    Lesson(
+        slug="kv-cache",
+        title=N_("Decoding with a cache"),
+        path="/cost",
+        text=N_(
+            "A model that writes text adds one token at a time, and each new token's query "
+            "needs the keys and values of every token before it. A KV cache keeps them, so a "
+            "step computes one new query, key and value instead of redoing the whole sequence; "
+            "the price is memory that grows with every token. Llama-3-8B stores 131,072 bytes "
+            "per token at 16 bits: 1 GiB for 8,192 tokens."
+        ),
+        params={"preset": "llama-3-8b", "seq_len": "8192"},
+    ),
+    Lesson(
+        slug="long-context-cost",
+        title=N_("What 128k tokens cost"),
+        path="/cost",
+        text=N_(
+            "At 131,072 tokens one head's dense score matrix has 17,179,869,184 entries: 32 GiB "
+            "at 2 bytes each, for one head of one layer. That is why long-context kernels never "
+            "store it. What has to be stored is the KV cache: for Qwen2.5-7B, with 4 key/value "
+            "heads for 28 query heads, 7 GiB per sequence."
+        ),
+        params={"preset": "qwen2.5-7b", "seq_len": "131072"},
     ),
 )
 

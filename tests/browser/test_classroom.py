@@ -87,13 +87,19 @@ def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
 
 
 def test_builtin_lesson_link_restores_its_state(page: Page) -> None:
-    page.goto("/lessons")
-    page.locator("#lesson-worked-example h2 a").click()
-    banner = page.locator(".lesson-banner")
-    expect(banner).to_contain_text("The worked example")
-    expect(page.locator("h1")).to_be_visible()
+    page.goto("/lessons?present=1")
+    page.locator("#lesson-sliding-window h2 a").click()
+    expect(page.locator(".lesson-banner")).to_contain_text("A sliding window")
+    expect(page.locator("#mask-window")).to_be_checked()
+    expect(page.locator("#window")).to_have_value("3")
+    expect(page.locator("body")).to_have_class("present")  # the view came along
+    page.locator("#walk-link").click()  # the same head, step by step
+    expect(page.locator("#step-title")).to_contain_text("Step 1 of 8")
+    expect(page).to_have_url(re.compile(r"window=3.*present=1"))
+    page.go_back()
     page.locator(".lesson-banner a", has_text="Close the lesson").click()
     expect(page.locator(".lesson-banner")).to_have_count(0)
+    expect(page.locator("#window")).to_have_value("3")
 
 
 def test_teacher_makes_a_lesson_link_that_restores_the_view(page: Page) -> None:

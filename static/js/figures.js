@@ -19,7 +19,10 @@
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: dark ? "#3a3a3a" : "#d9d9d9",
       font: font,
-    }, present ? { height: Math.max(layout.height || 0, 460) } : {});
+    }, present ? {
+      height: Math.max(layout.height || 0, 460) + 50,
+      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 50 }),
+    } : {});
   }
 
   function traces(data) {

@@ -146,3 +146,10 @@ def test_concurrent_readers_keep_their_own_language() -> None:
         spanish_title = "Una cabeza de atención" in text
         assert spanish_title == (lang == "es"), lang
         assert f'<html lang="{lang}">' in text
+
+
+@pytest.mark.parametrize(("lang", "entries"), [("en", "17,179,869,184"), ("es", "17.179.869.184")])
+def test_cost_page_groups_digits_for_the_reader(client, lang, entries) -> None:
+    page = client.get("/cost", params={"seq_len": "131072", "lang": lang})
+    assert page.status_code == 200
+    assert entries in page.text

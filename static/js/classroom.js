@@ -59,7 +59,8 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     const button = document.querySelector("[data-controls-toggle]");
-    if (button) {
+    // Only where presenter mode tucked something away (the same selector as app.css).
+    if (button && document.querySelector("main form:not([data-keep]), main .controls")) {
       button.hidden = false;
       button.addEventListener("click", toggleControls);
     }

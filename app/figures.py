@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from app.cost import BINARY_UNITS
+from app.i18n import gettext
 
 # Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
 SEQUENTIAL = "Viridis"
@@ -50,8 +51,8 @@ def heatmap(
     y_labels: Sequence[str],
     title: str,
     scale: Scale = "sequential",
-    x_title: str = "key",
-    y_title: str = "query",
+    x_title: str | None = None,
+    y_title: str | None = None,
     hover: list[list[str]] | None = None,
     hidden: np.ndarray | None = None,
     hidden_text: str = "−∞",
@@ -90,8 +91,16 @@ def heatmap(
         "data": [trace],
         "layout": {
             "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-            "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
-            "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
+            "xaxis": {
+                "title": {"text": gettext("key") if x_title is None else x_title},
+                "side": "top",
+                "type": "category",
+            },
+            "yaxis": {
+                "title": {"text": gettext("query") if y_title is None else y_title},
+                "autorange": "reversed",
+                "type": "category",
+            },
             "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
             "height": 320,
         },
@@ -141,7 +150,7 @@ def log_log_lines(
     title: str,
     y_title: str,
     markers: Sequence[Marker] = (),
-    x_title: str = "sequence length n (tokens)",
+    x_title: str | None = None,
     y_ticks: dict[str, list[Any]] | None = None,
     mode: str = "lines",
 ) -> dict[str, Any]:
@@ -187,7 +196,10 @@ def log_log_lines(
         "data": traces,
         "layout": {
             "title": {"text": title},
-            "xaxis": {"title": {"text": x_title}, "type": "log"},
+            "xaxis": {
+                "title": {"text": x_title or gettext("sequence length n (tokens)")},
+                "type": "log",
+            },
             "yaxis": y_axis,
             "legend": {"orientation": "h", "y": -0.25},
             "margin": {"l": 80, "r": 20, "t": 60, "b": 60},

@@ -53,6 +53,7 @@
     if (event.altKey || event.ctrlKey || event.metaKey || typing(event)) return;
     if (event.key === "p" || event.key === "P") follow("[data-present-toggle]");
     else if (event.key === "c" || event.key === "C") toggleControls();
+    else if (event.target.closest(".table-scroll")) return;  // arrows scroll a wide table
     else if (event.key === "ArrowLeft") follow("a[rel~='prev']");
     else if (event.key === "ArrowRight") follow("a[rel~='next']");
   });

@@ -14,6 +14,9 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
     max_tokens: int = Field(256, ge=1, le=4096, description="Most tokens one request may carry.")
     max_width: int = Field(64, ge=1, le=1024, description="Widest d_model, d_k or d_v allowed.")
+    max_heads: int = Field(
+        16, ge=1, le=64, description="Most query heads one /api/heads request may ask for."
+    )
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )

@@ -118,6 +118,22 @@ def _unique(labels: Sequence[str]) -> list[str]:
     return out
 
 
+def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
+    """A heatmap made small for side-by-side comparison: short title, no colour bar or
+    cell labels (the full-size figure and its table carry the numbers)."""
+    trace = {k: v for k, v in fig["data"][0].items() if k not in ("text", "texttemplate")}
+    trace["showscale"] = False
+    layout = {
+        **fig["layout"],
+        "title": {"text": title, "font": {"size": 13}},
+        "xaxis": {**fig["layout"]["xaxis"], "title": {"text": ""}, "showticklabels": False},
+        "yaxis": {**fig["layout"]["yaxis"], "title": {"text": ""}, "showticklabels": False},
+        "margin": {"l": 8, "r": 8, "t": 30, "b": 8},
+        "height": 170,
+    }
+    return {"data": [trace], "layout": layout}
+
+
 # ---------------------------------------------------------------- growth against length
 
 LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")  # Okabe–Ito

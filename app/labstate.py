@@ -11,7 +11,7 @@
 - `mask`: causal | bidirectional | window (a causal sliding window of `window` keys) |
   custom (`allowed`: one row of 0/1 per query, or cell=i.j for each visible pair from a form).
 - `pad`: padded positions, "3,4". `scale=0` switches √d_k off. `query`: the position shown
-  key by key. `seed`: for whatever is generated.
+  key by key. `seed`: for whatever is generated. `positional`: none | sinusoidal | rope.
 - `action` is a one-off command from a button, never part of a state: generate-x,
   randomize-w_q, identity-w_v, …
 
@@ -31,8 +31,9 @@ from app import attention as att
 from app.config import Settings
 from app.errors import InputError, validation_errors
 from app.i18n import gettext
+from app.positional import KINDS, Positional
 from app.schemas import AttentionRequest, MaskSpec
-from app.service import compute_attention, mask_of, resolve_inputs
+from app.service import compute_attention, mask_of, position_demo, resolve_inputs
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
 MASK_MODES = ("causal", "bidirectional", "window", "custom")
@@ -61,6 +62,7 @@ class LabState:
     pad: list[int] = field(default_factory=list)
     scale: bool = True
     query: int | None = None
+    positional: Positional = "none"
 
     @property
     def n(self) -> int:
@@ -92,6 +94,7 @@ class LabState:
             mask=self.mask_spec(),
             scale=self.scale,
             query=self.query,
+            positional=self.positional,
             **self.matrices,
         )
 
@@ -246,6 +249,12 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
             pairs.add((integer(i, "cell", 0, max_tokens), integer(j, "cell", 0, max_tokens)))
         parsed.visible_cells = pairs
 
+    def set_positional(vs: list[str]) -> None:
+        kind = vs[-1].strip()
+        if kind not in KINDS:
+            raise StateError(f"positional: “{kind}” is not one of {', '.join(KINDS)}")
+        state.positional = kind
+
     def set_action(vs: list[str]) -> None:
         if vs[-1] not in ACTIONS:
             raise StateError(
@@ -266,6 +275,7 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
     read("pad", lambda vs: setattr(state, "pad", positions(vs, "pad")))
     read("scale", lambda vs: setattr(state, "scale", flag(vs[-1], "scale")))
     read("query", lambda vs: setattr(state, "query", integer(vs[-1], "query", 0, max_tokens)))
+    read("positional", set_positional)
     read("action", set_action)
     return parsed
 
@@ -403,6 +413,8 @@ def state_params(
         params.append(("pad", ",".join(map(str, state.pad))))
     if not state.scale:
         params.append(("scale", 0))
+    if state.positional != "none":
+        params.append(("positional", state.positional))
     params.append(("query", result["query"]["index"]))
     return params
 
@@ -425,6 +437,7 @@ class LabPage:
     problems: list[str]
     notes: list[str]
     action: str | None
+    demo: dict[str, Any] | None = None  # shuffle the tokens: does the head notice? (_position.html)
 
     @property
     def ok(self) -> bool:
@@ -482,4 +495,5 @@ def lab_page(items: Iterable[tuple[str, str]], settings: Settings) -> LabPage:
         state = apply_action(state, result, parsed.action)
         result = _compute(state, settings)
     params = state_params(state, result, settings)
-    return LabPage(state, result, params, problems, notes, parsed.action)
+    demo = position_demo(state.to_request(), result, compute_attention, settings)
+    return LabPage(state, result, params, problems, notes, parsed.action, demo)

@@ -8,6 +8,8 @@ from app.i18n import N_
 NAV: list[tuple[str, str]] = [
     ("/", N_("Head lab")),
     ("/walkthrough", N_("Walk-through")),
+    ("/heads", N_("Heads and position")),
     ("/cost", N_("Cost calculator")),
     ("/lessons", N_("Lessons")),
+    ("/docs", N_("API")),
 ]

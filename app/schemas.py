@@ -11,20 +11,25 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.attention import WORKED_TOKENS
 from app.errors import InputError
+from app.positional import KINDS, Positional
 
 MAX_MAGNITUDE = 1e6
 HARD_MAX_TOKENS = 4096
 HARD_MAX_WIDTH = 1024
+HARD_MAX_HEADS = 64
 
 Number = Annotated[
     float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
@@ -35,6 +40,8 @@ Token = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 Width = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_WIDTH)]
 Flag = Annotated[bool, Field(strict=True)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
+HeadCount = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_HEADS)]
+Tensor = Annotated[list[Matrix], Field(min_length=1, max_length=HARD_MAX_HEADS)]
 
 
 def _fail(kind: str, message: str, loc: str | tuple[str | int, ...] = ()) -> ValidationError:
@@ -61,6 +68,19 @@ def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...
                 (*(loc or (name,)), i),
             )
     return width
+
+
+def _positional_kind(value: object) -> object:
+    if value not in KINDS:
+        raise PydanticCustomError(
+            "positional_kind",
+            f"positional is {value!r} but must be one of {', '.join(KINDS)}; "
+            "none leaves order out, sinusoidal adds it to x, rope rotates q and k",
+        )
+    return value
+
+
+PositionalKind = Annotated[Positional, BeforeValidator(_positional_kind)]
 
 
 class MaskSpec(BaseModel):
@@ -92,32 +112,76 @@ WORKED_EXAMPLE_REQUEST: dict[str, Any] = {
 }
 
 
-class AttentionRequest(BaseModel):
-    """One head. Every field is optional: `{}` is the worked example "The cat sleeps"."""
+class SequenceRequest(BaseModel):
+    """What every attention request shares: the tokens, their vectors, mask, scale, position."""
 
-    model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [WORKED_EXAMPLE_REQUEST]}
-    )
+    model_config = ConfigDict(extra="forbid")
 
     tokens: Annotated[list[Token], Field(min_length=1, max_length=HARD_MAX_TOKENS)] | None = Field(
         None, description="Token labels; default the worked example's three words."
     )
     x: Matrix | None = Field(None, description="n × d_model input rows; generated when omitted.")
     d_model: Width | None = Field(None, description="Width of generated x rows (default 4).")
-    d_k: Width | None = Field(None, description="Width of generated W_Q and W_K columns.")
-    d_v: Width | None = Field(None, description="Width of generated W_V columns.")
-    w_q: Matrix | None = Field(None, description="d_model × d_k query projection.")
-    w_k: Matrix | None = Field(None, description="d_model × d_k key projection.")
-    w_v: Matrix | None = Field(None, description="d_model × d_v value projection.")
     mask: MaskSpec = Field(
         default_factory=lambda: MaskSpec(causal=True),
         description="Omitted: causal, as in the worked example. {}: bidirectional.",
     )
     scale: Flag = Field(True, description="Divide Q·Kᵀ by √d_k.")
+    seed: Seed = Field(0, description="Seed for whatever is generated.")
+    positional: PositionalKind = Field(
+        "none",
+        description="none; sinusoidal (PE added to x before the projections); "
+        "rope (q and k rows rotated by position after the projections).",
+    )
+
+    def first_given(self, names: tuple[str, ...], default: str = "") -> str:
+        """The first of these fields the request gives (the one that fixes a width)."""
+        return next((name for name in names if getattr(self, name) is not None), default)
+
+    def given_d_model(self) -> int | None:
+        """d_model as x's width or the d_model field fixes it (subclasses add their own)."""
+        return len(self.x[0]) if self.x is not None else self.d_model
+
+    def _check_x(self) -> None:
+        if self.x is None:
+            return
+        width = matrix_width("x", self.x)
+        n = len(self.tokens or WORKED_TOKENS)
+        if len(self.x) != n:
+            given = (
+                f"there are {n} tokens"
+                if self.tokens is not None
+                else f"tokens was left out, so the worked example's {n} tokens are used"
+            )
+            raise _fail(
+                "shape_mismatch",
+                f"x has {len(self.x)} rows but {given}; give one row of x per token",
+                "x",
+            )
+        if self.d_model is not None and width != self.d_model:
+            raise _fail(
+                "shape_mismatch",
+                f"d_model is {self.d_model} but each x row has {width} numbers; "
+                "leave d_model out or make them agree",
+                "d_model",
+            )
+
+
+class AttentionRequest(SequenceRequest):
+    """One head. Every field is optional: `{}` is the worked example "The cat sleeps"."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [WORKED_EXAMPLE_REQUEST]}
+    )
+
+    d_k: Width | None = Field(None, description="Width of generated W_Q and W_K columns.")
+    d_v: Width | None = Field(None, description="Width of generated W_V columns.")
+    w_q: Matrix | None = Field(None, description="d_model × d_k query projection.")
+    w_k: Matrix | None = Field(None, description="d_model × d_k key projection.")
+    w_v: Matrix | None = Field(None, description="d_model × d_v value projection.")
     query: Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Position broken down in `query`; default 1 for the worked example."
     )
-    seed: Seed = Field(0, description="Seed for whatever is generated.")
 
     @model_validator(mode="after")
     def shapes_agree(self) -> "AttentionRequest":
@@ -148,10 +212,6 @@ class AttentionRequest(BaseModel):
                 raise _fail("shape_mismatch", f"{name} has {width} columns but {said}; {fix}", name)
         return self
 
-    def first_given(self, names: tuple[str, ...], default: str = "") -> str:
-        """The first of these fields the request gives (the one that fixes a width)."""
-        return next((name for name in names if getattr(self, name) is not None), default)
-
     def _d_model_source(self) -> str:
         """Which field fixes d_model, in words for a message."""
         source = self.first_given(("x", "d_model", "w_q", "w_k", "w_v"))
@@ -161,43 +221,69 @@ class AttentionRequest(BaseModel):
             return f"d_model is {self.d_model}"
         return f"{source} has {self.given_d_model()} rows"
 
-    def _check_x(self) -> None:
-        if self.x is None:
-            return
-        width = matrix_width("x", self.x)
-        n = len(self.tokens or WORKED_TOKENS)
-        if len(self.x) != n:
-            given = (
-                f"there are {n} tokens"
-                if self.tokens is not None
-                else f"tokens was left out, so the worked example's {n} tokens are used"
-            )
-            raise _fail(
-                "shape_mismatch",
-                f"x has {len(self.x)} rows but {given}; give one row of x per token",
-                "x",
-            )
-        if self.d_model is not None and width != self.d_model:
-            raise _fail(
-                "shape_mismatch",
-                f"d_model is {self.d_model} but each x row has {width} numbers; "
-                "leave d_model out or make them agree",
-                "d_model",
-            )
-
     def given_d_model(self) -> int | None:
         """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
-        if self.x is not None:
-            return len(self.x[0])
-        if self.d_model is not None:
-            return self.d_model
-        return next((len(w) for w in (self.w_q, self.w_k, self.w_v) if w is not None), None)
+        rows = (len(w) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        return super().given_d_model() or next(rows, None)
 
     def given_d_k(self) -> int | None:
         """d_k as the request fixes it: d_k, or the columns of W_Q or W_K."""
         if self.d_k is not None:
             return self.d_k
         return next((len(w[0]) for w in (self.w_q, self.w_k) if w is not None), None)
+
+
+HEADS_EXAMPLE_REQUEST: dict[str, Any] = {
+    "tokens": ["the", "cat", "sat", "on", "the", "mat"],
+    "d_model": 8,
+    "heads": 4,
+    "kv_heads": 2,
+    "d_head": 2,
+    "mask": {"causal": True},
+    "positional": "rope",
+}
+
+
+class HeadsRequest(SequenceRequest):
+    """h query heads over g key/value heads, then W_O. Omitted projections are seeded."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [HEADS_EXAMPLE_REQUEST]}
+    )
+
+    heads: HeadCount = Field(4, description="h, the number of query heads.")
+    kv_heads: HeadCount | None = Field(
+        None,
+        description="g key/value heads, dividing h (default h): g = h multi-head, "
+        "1 < g < h grouped-query, g = 1 multi-query. Query head i uses ⌊i / (h / g)⌋.",
+    )
+    d_head: Width | None = Field(
+        None, description="Width of every head's q, k and v (default: from w_q, else 2)."
+    )
+    w_q: Tensor | None = Field(None, description="h × d_model × d_head query projections.")
+    w_k: Tensor | None = Field(None, description="g × d_model × d_head key projections.")
+    w_v: Tensor | None = Field(None, description="g × d_model × d_head value projections.")
+    w_o: Matrix | None = Field(None, description="(h · d_head) × d_model output projection.")
+
+    @field_validator("w_q", "w_k", "w_v")
+    @classmethod
+    def matrices_not_ragged(cls, value: list[Matrix] | None, info: ValidationInfo) -> Any:
+        for i, matrix in enumerate(value or []):
+            matrix_width(f"{info.field_name}[{i}]", matrix, (i,))  # pydantic adds the field
+        return value
+
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        rows = (len(w[0]) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        fixed = super().given_d_model() or next(rows, None)
+        return fixed or (len(self.w_o[0]) if self.w_o is not None else None)
+
+    @model_validator(mode="after")
+    def heads_agree(self) -> "HeadsRequest":
+        self._check_x()
+        if self.w_o is not None:
+            matrix_width("w_o", self.w_o)
+        return self
 
 
 def check_limits(
@@ -351,12 +437,46 @@ class AttentionResponse(HeadResponse):
     d_k: int
     d_v: int
     scale_factor: float
+    positional: Positional
     x: list[list[float]]
+    x_positioned: list[list[float]] = Field(
+        description="What the projections saw: x + PE for sinusoidal, else x."
+    )
     w_q: list[list[float]]
     w_k: list[list[float]]
     w_v: list[list[float]]
     mask: dict[str, Any]
     query: QueryBreakdown
+
+
+class HeadsHeadResponse(HeadResponse):
+    kv_head: int = Field(description="The key/value head this query head used: ⌊i / (h / g)⌋.")
+
+
+class KvCacheResponse(BaseModel):
+    bytes_per_element: int
+    this: int = Field(description="K and V bytes per token, one layer, this configuration.")
+    multi_head: int = Field(description="The same with g = h (plain multi-head attention).")
+
+
+class HeadsResponse(BaseModel):
+    tokens: list[str]
+    d_model: int
+    d_head: int
+    kv_heads: int
+    scale_factor: float
+    positional: Positional
+    x: list[list[float]]
+    x_positioned: list[list[float]]
+    w_q: list[list[list[float]]]
+    w_k: list[list[list[float]]]
+    w_v: list[list[list[float]]]
+    w_o: list[list[float]]
+    mask: dict[str, Any]
+    heads: list[HeadsHeadResponse]
+    concat: list[list[float]] = Field(description="n × h·d_head: head outputs in head order.")
+    output: list[list[float]] = Field(description="n × d_model: concat · W_O.")
+    kv_cache_bytes_per_token: KvCacheResponse
 
 
 class ErrorItem(BaseModel):

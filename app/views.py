@@ -11,16 +11,22 @@ import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlencode
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.config import Settings
 from app.cost import binary_size, score_bytes, score_entries
-from app.figures import LABEL_CELLS_UP_TO, fmt, heatmap
+from app.errors import InputError, validation_errors
+from app.figures import LABEL_CELLS_UP_TO, Series, fmt, heatmap, log_log_lines, thumbnail
 from app.i18n import N_, format_number, gettext
 from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
 from app.nav import NAV
-from app.service import query_breakdown
+from app.scaling import saturation
+from app.schemas import HeadsRequest, MaskSpec, PositionalKind
+from app.service import compute_heads, position_demo, query_breakdown
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -382,6 +388,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
         "pattern": pattern,
         "pad": set(state.pad),
         "scale": state.scale,
+        "positional": state.positional,
         "query": int(result["query"]["index"]),
     }
 
@@ -413,6 +420,7 @@ def lab_context(page: LabPage) -> dict[str, Any]:
         "editor": lab_editor(page),
         "presets": PRESETS,
         "cost": cost_panel(n),
+        "demo": page.demo,
         "state_query": page.query,
     }
 
@@ -452,3 +460,169 @@ def stages_csv(result: Mapping[str, Any]) -> str:
             for j, value in enumerate(line):
                 writer.writerow([stage, i, rows[i], j, cols[j], number_text(value)])
     return out.getvalue()
+
+
+# ---------------------------------------------------------------- the heads page
+
+HEADS_PAGE_MAX_TOKENS = 32
+KV_GROUP_COLOURS = 8  # CSS classes kv-group-0 … kv-group-7, cycled
+
+
+class HeadsForm(BaseModel):
+    """The /heads page's GET form: every page state is one of these, and its URL."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field("the cat sat on the mat", max_length=2000)
+    d_model: int = Field(8, ge=1, le=64)
+    heads: int = Field(4, ge=1, le=16)
+    kv_heads: int = Field(2, ge=1, le=16)
+    d_head: int = Field(4, ge=1, le=64)
+    mask: Literal["bidirectional", "causal"] = "bidirectional"
+    positional: PositionalKind = "none"
+    scale: Literal["on", "off"] = "on"
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    head: int = Field(0, ge=0, le=15)
+    preset: Literal["mha", "gqa", "mqa"] | None = None
+
+    def params(self, **changes: Any) -> str:
+        """This state (with `changes`) as a query string; the preset is already applied."""
+        values = self.model_dump(exclude={"preset"}) | changes
+        return urlencode(values)
+
+
+def gqa_kv_heads(heads: int) -> int | None:
+    """The grouped-query preset: the fewest groups larger than 1 (h = 8 → g = 2)."""
+    return next((g for g in range(2, heads) if heads % g == 0), None)
+
+
+def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
+    """Apply a preset, and move a g that does not divide h to the nearest divisor below."""
+    h = form.heads
+    wanted = {"mha": h, "gqa": gqa_kv_heads(h) or h, "mqa": 1}.get(form.preset or "", form.kv_heads)
+    g = max(d for d in range(1, min(wanted, h) + 1) if h % d == 0)
+    note = None
+    if g != wanted:
+        note = (
+            f"{wanted} key/value heads cannot be shared evenly by {h} query heads; showing g = {g}."
+        )
+    return form.model_copy(
+        update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}
+    ), note
+
+
+def heads_request(form: HeadsForm) -> HeadsRequest:
+    tokens = form.text.split()
+    if not tokens:
+        raise InputError(("text",), "text is empty; type at least one word to have tokens")
+    if len(tokens) > HEADS_PAGE_MAX_TOKENS:
+        raise InputError(
+            ("text",),
+            f"text has {len(tokens)} tokens but this page shows at most "
+            f"{HEADS_PAGE_MAX_TOKENS}; shorten it (the API takes more)",
+        )
+    return HeadsRequest(
+        tokens=tokens,
+        d_model=form.d_model,
+        heads=form.heads,
+        kv_heads=form.kv_heads,
+        d_head=form.d_head,
+        mask=MaskSpec(causal=form.mask == "causal"),
+        positional=form.positional,
+        scale=form.scale == "on",
+        seed=form.seed,
+    )
+
+
+def matrix_figure(matrix: Any, rows: list[str], title: str, x_title: str) -> dict[str, Any]:
+    columns = [str(j) for j in range(np.shape(matrix)[1])]
+    return heatmap(matrix, columns, rows, title, "diverging", x_title=x_title, y_title="")
+
+
+def heads_figures(result: dict[str, Any], selected: int) -> dict[str, Any]:
+    """Small multiples of every head's weights, the chosen head's stage strip, and the
+    concatenation, W_O and output as matrices."""
+    tokens = result["tokens"]
+    h, d_head = len(result["heads"]), result["d_head"]
+    head = result["heads"][selected]
+    one = {  # the projections saw x with position added (x itself unless sinusoidal)
+        **head,
+        "tokens": tokens,
+        "x": result["x_positioned"],
+        "scale_factor": result["scale_factor"],
+        "d_k": d_head,
+    }
+    concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
+    return {
+        "thumbs": [
+            thumbnail(heatmap(s["weights"], tokens, tokens, ""), f"head {i} · KV {s['kv_head']}")
+            for i, s in enumerate(result["heads"])
+        ],
+        "view": head_stages(one),
+        "concat": matrix_figure(result["concat"], tokens, "concat (n × h·d_head)", "head · column"),
+        "w_o": matrix_figure(
+            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", "model dimension"
+        ),
+        "output": matrix_figure(
+            result["output"], tokens, "output = concat · W_O", "model dimension"
+        ),
+    }
+
+
+def scaling_figures(curves: dict[str, list]) -> dict[str, dict[str, Any]]:
+    """The √d_k panel: four measures against d_k, with and without the division."""
+    d_k = curves["d_k"]
+
+    def pair(measure: str, title: str, y_title: str) -> dict[str, Any]:
+        series = [
+            Series("÷ √d_k", curves[f"scaled_{measure}"]),
+            Series("raw Q·K", curves[f"raw_{measure}"], dash="dash"),
+        ]
+        return log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
+
+    return {
+        "score_std": pair("score_std", "Spread of the scores", "standard deviation"),
+        "max_weight": pair("max_weight", "Largest weight in a row", "mean of row maxima"),
+        "entropy_bits": pair("entropy_bits", "Entropy of a softmax row", "bits"),
+        "gradient": pair("gradient", "Gradient that reaches the scores", "mean ‖∂p/∂s‖"),
+    }
+
+
+def heads_page(params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
+    """Everything /heads shows for one URL; problems become messages on the page."""
+    errors: list[str] = []
+    try:
+        form = HeadsForm.model_validate(dict(params))
+    except ValidationError as exc:
+        errors = [e["msg"] for e in validation_errors(exc.errors())]
+        form = HeadsForm()
+    form, note = snap_kv_heads(form)
+    context: dict[str, Any] = {
+        "form": form,
+        "note": note,
+        "errors": errors,
+        "gqa": gqa_kv_heads(form.heads),
+        "head_urls": [f"/heads?{form.params(head=i)}" for i in range(form.heads)],
+        "scaling": saturation(form.seed % 1000),
+        "result": None,
+    }
+    context["scaling_figures"] = scaling_figures(context["scaling"])
+    try:
+        req = heads_request(form)
+        result = compute_heads(req, settings)
+    except InputError as exc:
+        errors.append(exc.msg)
+        return context
+    except ValidationError as exc:
+        errors.extend(e["msg"] for e in validation_errors(exc.errors()))
+        return context
+    kv = [s["kv_head"] for s in result["heads"]]
+    context.update(
+        result=result,
+        request_json=req.model_dump(exclude_defaults=True),
+        groups=[[i for i, j in enumerate(kv) if j == g] for g in range(form.kv_heads)],
+        group_colours=KV_GROUP_COLOURS,
+        figures=heads_figures(result, form.head),
+        demo=position_demo(req, result, compute_heads, settings),
+    )
+    return context

@@ -3,7 +3,9 @@
 The floor does the least any server must do for the same request: parse the same JSON with
 orjson, compute every stage with plain numpy, and serialize the same fields with orjson.
 The round trip is `python -m app` (uvicorn on 127.0.0.1, a free port, started here) asked
-one request at a time over one keep-alive connection, reading the whole response.
+one request at a time over one keep-alive connection, reading the whole response, without
+compression. The last column asks the same with `Accept-Encoding: gzip`, as browsers and
+most HTTP libraries do, to show what compressing the response costs.
 
     .venv/bin/python bench/bench_api.py
 """
@@ -153,8 +155,14 @@ def running_app() -> Iterator[int]:
         server.wait(timeout=10)
 
 
-def post(conn: http.client.HTTPConnection, body: bytes) -> bytes:
-    conn.request("POST", "/api/attention", body, {"Content-Type": "application/json"})
+def post(
+    conn: http.client.HTTPConnection,
+    body: bytes,
+    path: str = "/api/attention",
+    encoding: str = "identity",
+) -> bytes:
+    headers = {"Content-Type": "application/json", "Accept-Encoding": encoding}
+    conn.request("POST", path, body, headers)
     response = conn.getresponse()
     data = response.read()
     if response.status != 200:
@@ -169,16 +177,22 @@ def main() -> None:
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
         print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
-        print(f"{header} {'HTTP/floor':>10}")
+        print(f"{header} {'HTTP/floor':>10} {'HTTP gzip':>10}")
         for n, d, repeats in CASES:
             body = request_body(n, d)
             answer = post(conn, body)
-            floor_s, http_s = median_seconds(
-                [lambda body=body: floor(body), lambda body=body: post(conn, body)], repeats
+            floor_s, http_s, gzip_s = median_seconds(
+                [
+                    lambda body=body: floor(body),
+                    lambda body=body: post(conn, body),
+                    lambda body=body: post(conn, body, encoding="gzip"),
+                ],
+                repeats,
             )
             print(
                 f"{n:>5} {d:>5} {len(body) / 1e3:>7.1f}kB {len(answer) / 1e3:>7.1f}kB "
-                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x"
+                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x "
+                f"{gzip_s * 1e3:>8.2f}ms"
             )
         conn.close()
 

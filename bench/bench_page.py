@@ -35,20 +35,23 @@ from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 EDITS = 20
 THROUGHPUT_REPEATS = 200
 
-# One edit, timed inside the page: from the input event to the frame after the redraw.
+# One edit, timed inside the page: from the input event to the frame after the redraw of
+# what is on screen, and on to the frame after the last off-screen heatmap is drawn too.
 TIME_ONE_EDIT = """async (value) => {
   const root = document.documentElement;
   const before = Number(root.dataset.labRedraws || 0);
   const cell = document.getElementById("w_q-0-0");
+  const until = (ready) => new Promise((done) => {
+    const check = () => ready() ? requestAnimationFrame(() => done()) : setTimeout(check, 1);
+    check();
+  });
   const start = performance.now();
   cell.value = value;
   cell.dispatchEvent(new Event("input", { bubbles: true }));
-  await new Promise((done) => {
-    const check = () => Number(root.dataset.labRedraws || 0) > before
-      ? requestAnimationFrame(() => done()) : setTimeout(check, 1);
-    check();
-  });
-  return performance.now() - start;
+  await until(() => Number(root.dataset.labRedraws || 0) > before);
+  const shown = performance.now() - start;
+  await until(() => window.AttentionLab.pendingFigures() === 0);
+  return [shown, performance.now() - start];
 }"""
 
 
@@ -90,15 +93,16 @@ def lab_url(n: int) -> str:
     return "/?" + urlencode({"tokens": tokens, "d_model": 4, "d_k": 4, "d_v": 4, "mask": "causal"})
 
 
-def edit_to_redraw(browser: Browser, base: str, n: int) -> float:
+def edit_to_redraw(browser: Browser, base: str, n: int) -> tuple[float, float]:
+    """Median ms until the screen shows the new results, and until every heatmap does."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
     page = context.new_page()
     page.goto(lab_url(n))
-    page.wait_for_selector("[data-figure='fig-output'] .main-svg")
+    page.wait_for_function("window.AttentionLab && window.AttentionLab.pendingFigures() === 0")
     page.evaluate(TIME_ONE_EDIT, "0.1")  # warm up: the first redraw builds plotly's state
     times = [page.evaluate(TIME_ONE_EDIT, f"{0.2 + k / 100:.2f}") for k in range(EDITS)]
     context.close()
-    return statistics.median(times)
+    return statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
 
 
 def transferred(browser: Browser, base: str) -> tuple[int, int]:
@@ -127,10 +131,11 @@ def main() -> None:
         throughput(port)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            print(f"Edit-to-redraw in chromium, median of {EDITS} W_Q edits (goal)")
+            print(f"Edit-to-redraw in chromium, median of {EDITS} W_Q edits")
+            print("           on screen   all six heatmaps   (goal)")
             for n, goal in ((16, 100), (128, 300)):
-                ms = edit_to_redraw(browser, base, n)
-                print(f"  n = {n:>3}  {ms:7.1f} ms  (≤ {goal} ms)")
+                shown, every = edit_to_redraw(browser, base, n)
+                print(f"  n = {n:>3}  {shown:7.1f} ms  {every:10.1f} ms        (≤ {goal} ms)")
             first, warm = transferred(browser, base)
             print("Bytes transferred for / (goal)")
             print(f"  first load   {first:>10,} B  (≤ 1,600,000)")

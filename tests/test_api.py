@@ -107,19 +107,35 @@ def test_docs_show_the_worked_example_as_the_request_example(client: TestClient)
     assert client.get("/docs").status_code == 200
 
 
+WINDOW_AND_PADDING = {
+    "tokens": ["a", "b", "c", "d"],
+    "mask": {"window": 2, "padding": [False] * 3 + [True]},
+}
+GQA_ROPE = {"heads": 4, "kv_heads": 2, "positional": "rope"}
+
+
 @pytest.mark.parametrize(
-    "request_",
-    [{}, {"tokens": ["a", "b", "c", "d"], "mask": {"window": 2, "padding": [False] * 3 + [True]}}],
+    ("path", "name", "request_", "head_name"),
+    [
+        ("/api/attention", "AttentionResponse", {}, None),
+        ("/api/attention", "AttentionResponse", WINDOW_AND_PADDING, None),
+        ("/api/heads", "HeadsResponse", GQA_ROPE, "HeadsHeadResponse"),
+    ],
 )
-def test_responses_match_the_documented_schema(client: TestClient, request_: dict) -> None:
+def test_responses_match_the_documented_schema(
+    client: TestClient, path: str, name: str, request_: dict, head_name: str | None
+) -> None:
+    """`head_name`: where one head's stages are documented, when not in the body itself."""
     spec = openapi(client)
-    response = spec["paths"]["/api/attention"]["post"]["responses"]["200"]
+    response = spec["paths"][path]["post"]["responses"]["200"]
     ref = response["content"]["application/json"]["schema"]["$ref"]
+    assert ref == f"#/components/schemas/{name}"
     schema = {"$ref": ref, "components": spec["components"]}
-    body = client.post("/api/attention", json=request_).json()
+    body = client.post(path, json=request_).json()
     jsonschema.validate(body, schema)
-    documented = spec["components"]["schemas"]["AttentionResponse"]
+    documented = spec["components"]["schemas"][name]
     assert set(body) == set(documented["properties"]) == set(documented["required"])
-    masked_cell = documented["properties"]["masked"]["items"]["items"]
-    assert {"type": "null"} in masked_cell["anyOf"]
-    assert any(cell is None for row in body["masked"] for cell in row)
+    head = body["heads"][0] if head_name else body
+    masked_cell = spec["components"]["schemas"][head_name or name]["properties"]["masked"]
+    assert {"type": "null"} in masked_cell["items"]["items"]["anyOf"]
+    assert any(cell is None for row in head["masked"] for cell in row)

@@ -15,8 +15,10 @@ from app.schemas import (
     AttentionResponse,
     CostQuery,
     ErrorResponse,
+    HeadsRequest,
+    HeadsResponse,
 )
-from app.service import compute_attention
+from app.service import compute_attention, compute_heads
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -34,6 +36,12 @@ AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE
 def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     return JSONResponse(compute_attention(req, settings))
+
+
+@router.post("/heads", response_model=HeadsResponse, responses=ERRORS)
+def heads(req: HeadsRequest, settings: SettingsDep) -> JSONResponse:
+    """h query heads over g key/value heads: every head's stages, the concatenation, W_O."""
+    return JSONResponse(compute_heads(req, settings))
 
 
 def get_measurements(request: Request) -> MeasurementCache:

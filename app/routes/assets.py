@@ -1,38 +1,58 @@
-"""plotly.js from the installed plotly package: gzipped once, versioned URL, cached for a year.
+"""Browser libraries from installed packages: gzipped once, versioned URLs, cached for a year.
 
-Nothing is loaded from a CDN and no copy of plotly.js lives in the repository.
+plotly.js comes from the plotly package and Swagger UI (the API docs at /docs) from
+swagger-ui-bundle-v2. Nothing is loaded from a CDN and no copy of either lives in the
+repository. Files under /static get the same year-long caching when their URL carries a
+content hash.
 """
 
 import gzip
 from functools import lru_cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 import plotly
 from fastapi import APIRouter, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
 from starlette.types import Scope
+from swagger_ui_bundle import swagger_ui_path
 
 router = APIRouter(include_in_schema=False)
-PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.min.js"
 ONE_YEAR = "public, max-age=31536000, immutable"
+JS, CSS = "text/javascript", "text/css"
+
+PLOTLY_URL = f"/assets/plotly-{plotly.__version__}.min.js"
+SWAGGER_JS_URL = f"/assets/{swagger_ui_path.name}/swagger-ui-bundle.js"  # swagger-ui-5.x.y
+SWAGGER_CSS_URL = f"/assets/{swagger_ui_path.name}/swagger-ui.css"
+FILES: dict[str, tuple[Traversable, str]] = {
+    PLOTLY_URL: (resources.files("plotly") / "package_data" / "plotly.min.js", JS),
+    SWAGGER_JS_URL: (swagger_ui_path / "swagger-ui-bundle.js", JS),
+    SWAGGER_CSS_URL: (swagger_ui_path / "swagger-ui.css", CSS),
+}
 
 
-@lru_cache(maxsize=1)
-def plotly_js() -> tuple[bytes, bytes]:
-    """(plain, gzipped) bytes of plotly.min.js, read on first use."""
-    plain = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+@lru_cache(maxsize=len(FILES))
+def packed(url: str) -> tuple[bytes, bytes]:
+    """(plain, gzipped) bytes of the file served at `url`, read on first use."""
+    plain = FILES[url][0].read_bytes()
     return plain, gzip.compress(plain, compresslevel=9, mtime=0)
 
 
-@router.get(PLOTLY_URL)
-def plotly_bundle(request: Request) -> Response:
-    plain, packed = plotly_js()
-    headers = {"Cache-Control": ONE_YEAR, "Vary": "Accept-Encoding"}
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        headers["Content-Encoding"] = "gzip"
-        return Response(packed, media_type="text/javascript", headers=headers)
-    return Response(plain, media_type="text/javascript", headers=headers)
+def serve(url: str, media_type: str) -> None:
+    def asset(request: Request) -> Response:
+        plain, gzipped = packed(url)
+        headers = {"Cache-Control": ONE_YEAR, "Vary": "Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            headers["Content-Encoding"] = "gzip"
+            return Response(gzipped, media_type=media_type, headers=headers)
+        return Response(plain, media_type=media_type, headers=headers)
+
+    router.add_api_route(url, asset, methods=["GET"], name=url)
+
+
+for _url, (_, _media_type) in FILES.items():
+    serve(_url, _media_type)
 
 
 class VersionedStaticFiles(StaticFiles):

@@ -16,7 +16,7 @@ from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
 from app.routes.api import MeasurementsDep
 from app.templating import templates
-from app.views import lab_context, stages_csv
+from app.views import heads_page, lab_context, stages_csv
 
 router = APIRouter(include_in_schema=False)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -62,6 +62,19 @@ def lab_csv(page: LabDep) -> Response:
         return problems_json(page)
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+
+
+@router.get("/heads", response_class=HTMLResponse)
+def heads(request: Request, settings: SettingsDep) -> HTMLResponse:
+    context = heads_page(request.query_params, settings)
+    return templates.TemplateResponse(request, "heads.html", context)
+
+
+@router.get("/heads/fragment", response_class=HTMLResponse)
+def heads_fragment(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """The results part of /heads alone: what the page swaps in on a live update."""
+    context = heads_page(request.query_params, settings)
+    return templates.TemplateResponse(request, "_heads_results.html", context)
 
 
 @router.get("/cost", response_class=HTMLResponse)

@@ -1,9 +1,21 @@
 // Draws every figure on the page from its JSON data block. No attention arithmetic here:
 // the server computed the figure; this file only hands it to plotly.js.
+// A figure near the viewport is drawn at once; the others when they come near it or when
+// the browser is next idle, whichever is first. A figure whose data did not change is left.
 "use strict";
 
 (function () {
   const CONFIG = { responsive: true, displaylogo: false, toImageButtonOptions: { format: "png" } };
+  const MARGIN = 200; // px around the viewport that count as "near"
+  const pending = new Map(); // plot element → JSON text still to draw
+  const observer = "IntersectionObserver" in window
+    ? new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) { if (entry.isIntersecting) render(entry.target); });
+    }, { rootMargin: MARGIN + "px 0px" })
+    : null;
+  const later = window.requestIdleCallback
+    ? function (job) { window.requestIdleCallback(job, { timeout: 300 }); }
+    : function (job) { window.setTimeout(job, 50); };
 
   // Presenter mode (body.present): white on black, big labels, tall plots, thick cell borders.
   function presenting() {
@@ -34,16 +46,40 @@
     });
   }
 
+  function render(el) {
+    const text = pending.get(el);
+    pending.delete(el);
+    if (observer) observer.unobserve(el);
+    if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
+    el.drawnFrom = text;
+    const fig = JSON.parse(text);
+    window.Plotly.react(el, traces(fig.data), themed(fig.layout), CONFIG);
+  }
+
+  function near(el) {
+    const box = el.getBoundingClientRect();
+    return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
+  }
+
+  function drawRest() {
+    Array.from(pending.keys()).forEach(render);
+  }
+
   function draw(root) {
     if (!window.Plotly) return;
     (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
       const block = document.getElementById(el.dataset.figure);
       if (!block) return;
-      const fig = JSON.parse(block.textContent);
-      window.Plotly.react(el, traces(fig.data), themed(fig.layout), CONFIG);
+      pending.set(el, block.textContent);
+      if (observer && !near(el)) observer.observe(el);
+      else render(el);
     });
+    if (pending.size) later(drawRest);
   }
 
-  window.AttentionLab = Object.assign(window.AttentionLab || {}, { drawFigures: draw });
+  window.AttentionLab = Object.assign(window.AttentionLab || {}, {
+    drawFigures: draw,
+    pendingFigures: function () { return pending.size; },
+  });
   document.addEventListener("DOMContentLoaded", function () { draw(document); });
 })();

@@ -23,7 +23,7 @@ def edit(page: Page, action: Callable[[], None]) -> None:
 
 
 def weights_shown(page: Page) -> list[str]:
-    return page.locator("#query-table tbody tr td:nth-child(4)").all_inner_texts()
+    return page.locator("#query-table tbody tr td:nth-child(4)").all_text_contents()
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_bidirectional_lets_cat_see_sleeps(page: Page) -> None:
     edit(page, lambda: page.get_by_label("Bidirectional (an encoder)").check())
     assert "mask=bidirectional" in page.url
     expect(sleeps.locator("td").nth(2)).not_to_have_class("hidden-cell")
-    assert float(sleeps.locator("td").nth(2).inner_text()) > 0.3
+    assert float(sleeps.locator("td").nth(2).text_content() or "0") > 0.3
 
 
 def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: PageWatch) -> None:
@@ -93,7 +93,7 @@ def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: Pa
     edit(page, lambda: page.locator(".chip", has_text="sleeps").click())
     edit(page, lambda: page.get_by_label("Divide the scores by √d_k").uncheck())
     shown = weights_shown(page)
-    output = page.locator("#query-output").inner_text()
+    output = page.locator("#query-output").text_content()
     fresh = page.context.new_page()
     fresh.on(
         "console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None

@@ -1,0 +1,22 @@
+"""/docs in a real browser: Swagger UI from this server, the worked example as the request."""
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import save_screenshot
+
+
+def test_docs_show_the_worked_example_without_another_host(page: Page) -> None:
+    page.goto("/docs")
+    operation = page.locator("#operations-api-attention_api_attention_post")
+    expect(operation).to_be_visible()
+    operation.locator(".opblock-summary").click()
+    example = operation.locator(".body-param__example, .highlight-code").first
+    expect(example).to_contain_text('"sleeps"')
+    expect(example).to_contain_text('"causal": true')
+    save_screenshot(page, "docs")
+    operation.get_by_role("button", name="Try it out").click()
+    operation.get_by_role("button", name="Execute").click()
+    answer = operation.locator(".live-responses-table .response-col_description pre").first
+    expect(answer).to_contain_text('"empty_rows"')
+    expect(answer).to_contain_text("0.6697615493266569")  # the weight of "The" for "cat"
+    # The `page` fixture fails the test if anything came from another host or logged an error.

@@ -108,6 +108,26 @@ LESSONS: tuple[Lesson, ...] = (
         },
     ),
     Lesson(
+        slug="heads-gqa",
+        title=N_("Many heads and grouped-query attention"),
+        path="/heads",
+        text=N_(
+            "Eight heads run side by side, each with its own query projection, so each can "
+            "look for a different pattern: compare their weight maps. Here they share only two "
+            "key/value heads, four query heads to each. The heads that share keys and values "
+            "still attend differently, and the cache of keys and values is four times smaller "
+            "than with eight key/value heads."
+        ),
+        params={
+            "text": "the cat sat on the mat",
+            "d_model": "16",
+            "heads": "8",
+            "kv_heads": "2",
+            "d_head": "4",
+            "mask": "causal",
+        },
+    ),
+    Lesson(
         slug="kv-cache",
         title=N_("Decoding with a cache"),
         path="/cost",

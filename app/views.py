@@ -503,9 +503,10 @@ def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
     g = max(d for d in range(1, min(wanted, h) + 1) if h % d == 0)
     note = None
     if g != wanted:
-        note = (
-            f"{wanted} key/value heads cannot be shared evenly by {h} query heads; showing g = {g}."
-        )
+        note = gettext(
+            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query heads; "
+            "showing g = %(g)s."
+        ) % {"wanted": wanted, "h": h, "g": g}
     return form.model_copy(
         update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}
     ), note
@@ -514,12 +515,15 @@ def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
 def heads_request(form: HeadsForm) -> HeadsRequest:
     tokens = form.text.split()
     if not tokens:
-        raise InputError(("text",), "text is empty; type at least one word to have tokens")
+        raise InputError(("text",), gettext("text is empty; type at least one word to have tokens"))
     if len(tokens) > HEADS_PAGE_MAX_TOKENS:
         raise InputError(
             ("text",),
-            f"text has {len(tokens)} tokens but this page shows at most "
-            f"{HEADS_PAGE_MAX_TOKENS}; shorten it (the API takes more)",
+            gettext(
+                "text has %(n)s tokens but this page shows at most %(max)s; shorten it "
+                "(the API takes more)"
+            )
+            % {"n": len(tokens), "max": HEADS_PAGE_MAX_TOKENS},
         )
     return HeadsRequest(
         tokens=tokens,
@@ -555,16 +559,21 @@ def heads_figures(result: dict[str, Any], selected: int) -> dict[str, Any]:
     concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
     return {
         "thumbs": [
-            thumbnail(heatmap(s["weights"], tokens, tokens, ""), f"head {i} · KV {s['kv_head']}")
+            thumbnail(
+                heatmap(s["weights"], tokens, tokens, ""),
+                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s["kv_head"]},
+            )
             for i, s in enumerate(result["heads"])
         ],
         "view": head_stages(one),
-        "concat": matrix_figure(result["concat"], tokens, "concat (n × h·d_head)", "head · column"),
+        "concat": matrix_figure(
+            result["concat"], tokens, "concat (n × h·d_head)", gettext("head · column")
+        ),
         "w_o": matrix_figure(
-            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", "model dimension"
+            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", gettext("model dimension")
         ),
         "output": matrix_figure(
-            result["output"], tokens, "output = concat · W_O", "model dimension"
+            result["output"], tokens, gettext("output = concat · W_O"), gettext("model dimension")
         ),
     }
 
@@ -576,15 +585,21 @@ def scaling_figures(curves: dict[str, list]) -> dict[str, dict[str, Any]]:
     def pair(measure: str, title: str, y_title: str) -> dict[str, Any]:
         series = [
             Series("÷ √d_k", curves[f"scaled_{measure}"]),
-            Series("raw Q·K", curves[f"raw_{measure}"], dash="dash"),
+            Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
         ]
         return log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
 
     return {
-        "score_std": pair("score_std", "Spread of the scores", "standard deviation"),
-        "max_weight": pair("max_weight", "Largest weight in a row", "mean of row maxima"),
-        "entropy_bits": pair("entropy_bits", "Entropy of a softmax row", "bits"),
-        "gradient": pair("gradient", "Gradient that reaches the scores", "mean ‖∂p/∂s‖"),
+        "score_std": pair(
+            "score_std", gettext("Spread of the scores"), gettext("standard deviation")
+        ),
+        "max_weight": pair(
+            "max_weight", gettext("Largest weight in a row"), gettext("mean of row maxima")
+        ),
+        "entropy_bits": pair("entropy_bits", gettext("Entropy of a softmax row"), "bits"),
+        "gradient": pair(
+            "gradient", gettext("Gradient that reaches the scores"), gettext("mean ‖∂p/∂s‖")
+        ),
     }
 
 

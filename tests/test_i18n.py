@@ -20,6 +20,7 @@ from app.i18n import (
     use_locale,
 )
 from app.main import create_app
+from app.nav import NAV
 
 
 def extracted_messages() -> set[str]:
@@ -153,3 +154,12 @@ def test_cost_page_groups_digits_for_the_reader(client, lang, entries) -> None:
     page = client.get("/cost", params={"seq_len": "131072", "lang": lang})
     assert page.status_code == 200
     assert entries in page.text
+
+
+@pytest.mark.parametrize("path", [path for path, _ in NAV])
+def test_every_page_renders_in_spanish(client, path) -> None:
+    page = client.get(path, params={"lang": "es", "present": "1"})
+    assert page.status_code == 200
+    assert '<html lang="es">' in page.text
+    assert "Modo presentación" not in page.text  # the toggle now offers to leave it
+    assert "Salir del modo presentación" in page.text

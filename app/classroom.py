@@ -224,13 +224,14 @@ class ClassroomMiddleware:
         async def send_in_view(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                headers.setdefault("content-language", locale)
-                headers.add_vary_header("Accept-Language")
                 location = headers.get("location", "")
                 if (view or lesson) and is_local(location):
                     same = urlsplit(location).path == scope["path"]
                     headers["location"] = with_params(location, [*view, *(lesson if same else ())])
                 html = headers.get("content-type", "").startswith("text/html")
+                if html:  # pages are in the reader's language; data and assets are not
+                    headers.setdefault("content-language", locale)
+                    headers.add_vary_header("Accept-Language")
                 if (view or lesson) and html and "content-encoding" not in headers:
                     held.append(message)
                     return

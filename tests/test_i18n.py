@@ -163,3 +163,10 @@ def test_every_page_renders_in_spanish(client, path) -> None:
     assert '<html lang="es">' in page.text
     assert "Modo presentación" not in page.text  # the toggle now offers to leave it
     assert "Salir del modo presentación" in page.text
+
+
+def test_only_pages_vary_by_language(client) -> None:
+    assert "accept-language" in client.get("/lessons").headers["vary"].lower()
+    api = client.post("/api/attention", json={}, headers={"accept-language": "es"})
+    assert "accept-language" not in api.headers.get("vary", "").lower()
+    assert "content-language" not in api.headers

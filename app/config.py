@@ -14,6 +14,18 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
     max_tokens: int = Field(256, ge=1, le=4096, description="Most tokens one request may carry.")
     max_width: int = Field(64, ge=1, le=1024, description="Widest d_model, d_k or d_v allowed.")
+    max_kernel_steps: int = Field(
+        256,
+        ge=1,
+        le=65536,
+        description="Most (query block, key block) steps one tiled walk-through may have.",
+    )
+    max_kernel_cells: int = Field(
+        1_048_576,
+        ge=1,
+        description="Most cells one tiled walk-through may return: steps × n² (every step "
+        "carries the n × n map of the scores touched so far).",
+    )
     max_heads: int = Field(
         16, ge=1, le=64, description="Most query heads one /api/heads request may ask for."
     )

@@ -234,3 +234,45 @@ def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
             vals.append(value)
             text.append(f"1 {unit.rstrip('s')}" if power == 0 else f"1 {unit}")
     return {"tickvals": vals, "ticktext": text}
+
+
+# The states of a score entry in the tiled walk-through, each with its own colour (light
+# grey, blue, orange, dark grey: distinguishable with every common colour-vision deficiency).
+PROGRESS_LABELS = (
+    "not computed yet",
+    "computed earlier, discarded",
+    "this tile: held now",
+    "this tile: skipped, the mask hides all of it",
+)
+PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d", "#7a7a85")
+
+
+def progress_map(
+    state: np.ndarray, text: list[list[str]] | None, labels: Sequence[str], title: str
+) -> dict[str, Any]:
+    """The n × n score matrix as the tiled kernel sees it: which entries are computed, which
+    are held right now; `state` holds 0 … 3 (PROGRESS_LABELS), `text` the scores so far
+    (None for a large n: the colours alone, and the page stays light)."""
+    hover = None
+    if text is not None:
+        hover = [
+            [
+                f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ")
+                for c, t in zip(r, tr, strict=True)
+            ]
+            for r, tr in zip(state, text, strict=True)
+        ]
+    fig = heatmap(state, labels, labels, title, hover=hover)
+    last = len(PROGRESS_COLOURS) - 1
+    scale = []
+    for i, colour in enumerate(PROGRESS_COLOURS):
+        scale += [[max(i - 0.5, 0) / last, colour], [min(i + 0.5, last) / last, colour]]
+    fig["data"][0].update(
+        colorscale=scale,
+        zmin=0,
+        zmax=last,
+        showscale=False,  # three colours, named in the caption and the hover text
+    )
+    if text is not None and max(state.shape) <= LABEL_CELLS_UP_TO:
+        fig["data"][0]["text"] = text
+    return fig

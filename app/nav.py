@@ -10,6 +10,7 @@ NAV: list[tuple[str, str]] = [
     ("/walkthrough", N_("Walk-through")),
     ("/heads", N_("Heads and position")),
     ("/cost", N_("Cost calculator")),
+    ("/kernel", N_("Inside the kernel")),
     ("/lessons", N_("Lessons")),
     ("/docs", N_("API")),
 ]

@@ -37,8 +37,9 @@ def sinusoidal(n: int, d_model: int) -> np.ndarray:
     return np.where(np.arange(d_model) % 2 == 0, np.sin(angles), np.cos(angles))
 
 
-def rope(m: np.ndarray) -> np.ndarray:
+def rope(m: np.ndarray, start: int = 0) -> np.ndarray:
     """Rotate each pair (2i, 2i+1) of row p by θ = p · 10000^(−2i/d_head); d_head must be even.
+    Row r sits at position p = start + r (a decoder rotates one new row at its position).
 
     m'[p, 2i]   = m[p, 2i] cos θ − m[p, 2i+1] sin θ
     m'[p, 2i+1] = m[p, 2i] sin θ + m[p, 2i+1] cos θ
@@ -46,7 +47,7 @@ def rope(m: np.ndarray) -> np.ndarray:
     n, d_head = m.shape
     if d_head % 2:
         raise ValueError(f"rope rotates pairs of numbers, so d_head must be even, not {d_head}")
-    theta = np.arange(n)[:, None] * pair_frequencies(d_head)[None, ::2]  # (n, d_head/2)
+    theta = np.arange(start, start + n)[:, None] * pair_frequencies(d_head)[None, ::2]
     cos, sin = np.cos(theta), np.sin(theta)
     even, odd = m[:, 0::2], m[:, 1::2]  # (n, d_head/2) each
     out = np.empty_like(m, dtype=float)
@@ -60,9 +61,10 @@ def add_position(x: np.ndarray, kind: Positional) -> np.ndarray:
     return x + sinusoidal(*x.shape) if kind == "sinusoidal" else x
 
 
-def rotate(m: np.ndarray, kind: Positional) -> np.ndarray:
-    """q or k rows after position is applied: rotated for rope, unchanged otherwise."""
-    return rope(m) if kind == "rope" else m
+def rotate(m: np.ndarray, kind: Positional, start: int = 0) -> np.ndarray:
+    """q or k rows (from position `start` on) after position is applied: rotated for rope,
+    unchanged otherwise."""
+    return rope(m, start) if kind == "rope" else m
 
 
 # ---------------------------------------------------------------- the symmetry, measured

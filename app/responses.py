@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import numpy as np
 import orjson
 from starlette.responses import Response
 
@@ -21,11 +22,19 @@ def wide_ints_as_floats(value: Any) -> Any:
     return value
 
 
+def _contiguous(value: Any) -> Any:
+    """orjson writes C-contiguous arrays only; a sliced view is copied into one."""
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def dumps(content: Any) -> bytes:
     try:
-        return orjson.dumps(content, option=ORJSON_OPTIONS)
+        return orjson.dumps(content, option=ORJSON_OPTIONS, default=_contiguous)
     except orjson.JSONEncodeError:
-        return orjson.dumps(wide_ints_as_floats(content), option=ORJSON_OPTIONS)
+        wide = wide_ints_as_floats(content)
+        return orjson.dumps(wide, option=ORJSON_OPTIONS, default=_contiguous)
 
 
 class JSONResponse(Response):

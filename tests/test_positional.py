@@ -143,3 +143,10 @@ def test_shuffle_order_is_a_seeded_permutation_that_moves_something() -> None:
         assert perm.tolist() != list(range(n))
         np.testing.assert_array_equal(perm, pos.shuffle_order(n, seed=0))
     assert pos.shuffle_order(1, seed=0).tolist() == [0]
+
+
+def test_rope_of_one_row_at_its_position_equals_that_row_of_the_whole_table() -> None:
+    m = np.random.default_rng(4).standard_normal((6, 4))
+    whole = pos.rope(m)
+    for t in range(6):
+        np.testing.assert_allclose(pos.rope(m[t : t + 1], start=t), whole[t : t + 1], atol=1e-15)

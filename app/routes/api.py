@@ -14,11 +14,15 @@ from app.schemas import (
     AttentionRequest,
     AttentionResponse,
     CostQuery,
+    DecodeRequest,
+    DecodeResponse,
     ErrorResponse,
     HeadsRequest,
     HeadsResponse,
+    TiledRequest,
+    TiledResponse,
 )
-from app.service import compute_attention, compute_heads
+from app.service import compute_attention, compute_decode, compute_heads, compute_tiled
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -42,6 +46,18 @@ def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
 def heads(req: HeadsRequest, settings: SettingsDep) -> JSONResponse:
     """h query heads over g key/value heads: every head's stages, the concatenation, W_O."""
     return JSONResponse(compute_heads(req, settings))
+
+
+@router.post("/kernel/tiled", response_model=TiledResponse, responses=ERRORS)
+def kernel_tiled(req: TiledRequest, settings: SettingsDep) -> JSONResponse:
+    """Tiled exact attention with an online softmax, step by step, next to the dense result."""
+    return JSONResponse(compute_tiled(req, settings))
+
+
+@router.post("/kernel/decode", response_model=DecodeResponse, responses=ERRORS)
+def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
+    """A prefill, then one token at a time against a growing key/value cache."""
+    return JSONResponse(compute_decode(req, settings))
 
 
 def get_measurements(request: Request) -> MeasurementCache:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from app.config import Settings, get_settings
 from app.cost_views import cost_page_context
+from app.kernel_views import kernel_context
 from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
 from app.routes.api import MeasurementsDep
@@ -81,3 +82,11 @@ def heads_fragment(request: Request, settings: SettingsDep) -> HTMLResponse:
 def cost(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
     context, status = cost_page_context(dict(request.query_params), measurements)
     return templates.TemplateResponse(request, "cost.html", context, status_code=status)
+
+
+@router.get("/kernel", response_class=HTMLResponse)
+def kernel(request: Request, page: LabDep, settings: SettingsDep) -> Response:
+    """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
+    context = kernel_context(page, request.query_params, settings)
+    status = 422 if context["messages"]["problems"] else 200
+    return templates.TemplateResponse(request, "kernel.html", context, status_code=status)

@@ -1,0 +1,116 @@
+"""Tiled (online-softmax) attention against the dense head, in numpy, at n = 1,024 and 4,096.
+
+For each n, d_k = d_v = 64, full (bidirectional) and causal attention:
+- dense, the lab's path: app.attention.attend, which keeps every stage (scores, scaled,
+  masked, weights: four n × n matrices) besides the n × n mask;
+- dense, output only: masked_softmax(Q·Kᵀ / √d_k, M) · V, the least a dense path holds;
+- tiled: app.kernel.tiled_attention with 128 × 128 and 64 × 64 tiles, the mask computed
+  per tile (no n × n array anywhere).
+Time is processor time (time.process_time), the median of a few runs, with numpy's BLAS
+held to one thread: on a shared machine wall-clock time mostly measures the neighbours.
+Peak memory is tracemalloc's peak above what was already allocated (numpy reports its
+buffers to tracemalloc), measured in a separate run. Ratios are against the lab's dense
+path in the same run. Not a pass/fail test.
+
+    .venv/bin/python bench/bench_kernel.py
+"""
+
+import os
+
+# One BLAS thread for every path, set before numpy loads its BLAS.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from app import attention as att  # noqa: E402
+from app import kernel as kn  # noqa: E402
+
+SIZES = [(1024, 5), (4096, 3)]  # (n, timed runs)
+D = 64
+TILES = [128, 64]
+MiB = 2**20
+
+
+def peak_bytes(run: Callable[[], np.ndarray]) -> int:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    run()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - base
+
+
+def seconds(run: Callable[[], np.ndarray], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        run()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def cases(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool
+) -> list[tuple[str, Callable[[], np.ndarray]]]:
+    n = q.shape[0]
+
+    def dense_lab() -> np.ndarray:
+        allowed = att.causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+        return att.attend(q, k, v, allowed).output
+
+    def dense_output_only() -> np.ndarray:
+        allowed = att.causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+        return att.masked_softmax(q @ k.T / np.sqrt(D), allowed) @ v
+
+    tile_mask = kn.causal_tiles if causal else kn.visible_everywhere
+    tiled = [
+        (f"tiled {b} × {b}", lambda b=b: kn.tiled_attention(q, k, v, tile_mask, b, b))
+        for b in TILES
+    ]
+    dense = [("dense (lab: every stage)", dense_lab), ("dense (output only)", dense_output_only)]
+    return dense + tiled
+
+
+def main() -> None:
+    print(f"Tiled vs dense attention in numpy, d_k = d_v = {D}, float64, one BLAS thread")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before: {load} on {os.cpu_count()} CPUs (times are processor time)")
+    header = f"{'n':>6} {'mask':<7} {'path':<26} {'cpu s':>8} {'× dense':>8}"
+    header += f" {'peak MiB':>9} {'× dense':>8} {'max |diff|':>11}"
+    for n, repeats in SIZES:
+        rng = np.random.default_rng(n)
+        q, k, v = (rng.standard_normal((n, D)) for _ in range(3))
+        print()
+        print(header)
+        for causal in (False, True):
+            reference = None
+            base_time = base_peak = 0.0
+            for name, run in cases(q, k, v, causal):
+                out = run()  # warm up, and the result to compare
+                took, peak = seconds(run, repeats), peak_bytes(run)
+                if reference is None:
+                    reference, base_time, base_peak = out, took, peak
+                diff = float(np.abs(out - reference).max())
+                print(
+                    f"{n:>6} {'causal' if causal else 'full':<7} {name:<26} {took:>8.3f} "
+                    f"{took / base_time:>8.2f} {peak / MiB:>9.1f} {peak / base_peak:>8.3f} "
+                    f"{diff:>11.1e}"
+                )
+        counts = kn.tiled_counts(n, TILES[0], TILES[0], D, D)
+        print(
+            f"{n:>6} counted: {counts.dense_score_entries:,} score entries dense "
+            f"({counts.dense_score_entries * 8 / MiB:.0f} MiB as float64) vs "
+            f"{counts.tiled_score_entries:,} in a {TILES[0]} × {TILES[0]} tile; "
+            f"{counts.dot_products:,} dot products either way"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -128,17 +128,43 @@ LESSONS: tuple[Lesson, ...] = (
         },
     ),
     Lesson(
+        slug="tiled-kernel",
+        title=N_("The tiled kernel"),
+        path="/kernel",
+        text=N_(
+            "A memory-efficient kernel never holds the whole score matrix. It takes the "
+            "queries in blocks of 4 and the keys in blocks of 2, keeps for each query a running "
+            "maximum and a running sum, and rescales what it has so far whenever a later tile "
+            "brings a larger score. Step through the tiles: after the last one the output is "
+            "the lab's output, yet no more than one 4 × 2 tile of scores was held at a time."
+        ),
+        params={
+            **GENERATED,
+            "tokens": "one two three four five six seven eight",
+            "mask": "causal",
+            "block_q": "4",
+            "block_k": "2",
+            "step": "3",
+        },
+    ),
+    Lesson(
         slug="kv-cache",
         title=N_("Decoding with a cache"),
-        path="/cost",
+        path="/kernel",
         text=N_(
-            "A model that writes text adds one token at a time, and each new token's query "
-            "needs the keys and values of every token before it. A KV cache keeps them, so a "
-            "step computes one new query, key and value instead of redoing the whole sequence; "
-            "the price is memory that grows with every token. Llama-3-8B stores 131,072 bytes "
-            "per token at 16 bits: 1 GiB for 8,192 tokens."
+            "A model that writes text adds one token at a time. The first three tokens are the "
+            "prompt: their keys and values go into the cache in one pass. After that each new "
+            "token computes only its own query, key and value, adds its key and value to the "
+            "cache and attends over everything cached so far. Step through the decoding: the "
+            "cache grows by one row per token, and nothing computed before is computed again."
         ),
-        params={"preset": "llama-3-8b", "seq_len": "8192"},
+        params={
+            **GENERATED,
+            "tokens": "the cat sat on the mat",
+            "mask": "causal",
+            "prompt": "3",
+            "decode_step": "2",
+        },
     ),
     Lesson(
         slug="long-context-cost",

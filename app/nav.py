@@ -11,6 +11,7 @@ NAV: list[tuple[str, str]] = [
     ("/heads", N_("Heads and position")),
     ("/cost", N_("Cost calculator")),
     ("/kernel", N_("Inside the kernel")),
+    ("/model", N_("A trained model")),
     ("/lessons", N_("Lessons")),
     ("/docs", N_("API")),
 ]

@@ -15,17 +15,21 @@ import numpy as np
 from app import attention as att
 from app import heads as mh
 from app import kernel as kn
+from app import model as bert
 from app import positional as pos
 from app.config import Settings
 from app.cost import kv_cache_bytes_per_token, score_bytes, storage_bytes
 from app.errors import InputError
+from app.model_store import load_model, word_pieces
 from app.positional import Positional
 from app.schemas import (
+    MAX_WORD_PIECES,
     AttentionRequest,
     DecodeRequest,
     HeadsRequest,
     KernelRequest,
     MaskSpec,
+    ModelRequest,
     SequenceRequest,
     TiledRequest,
     check_limits,
@@ -67,6 +71,16 @@ def _is_worked_example(req: SequenceRequest, tokens: list[str]) -> bool:
 
 
 WORKED_PROJECTIONS = {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}
+
+
+def check_index(name: str, value: int | None, count: int, what: str) -> None:
+    """A 0-based position must name one of the `count` things there are."""
+    if value is not None and value >= count:
+        raise InputError(
+            (name,),
+            f"{name} is {value} but there are {count} {what}, numbered 0 to {count - 1}; "
+            "pick one of those",
+        )
 
 
 def resolve_sequence(req: SequenceRequest) -> tuple[list[str], np.ndarray, bool]:
@@ -128,10 +142,7 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     check_mask(req.mask, n)
     check_rope(req.positional, "d_k", w_q.shape[1])
     query = req.query if req.query is not None else (att.WORKED_QUERY if worked else n - 1)
-    if query >= n:
-        raise InputError(
-            ("query",), f"query is {query} but positions run from 0 to {n - 1}; pick one of those"
-        )
+    check_index("query", query, n, "tokens")
     return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
 
 
@@ -574,3 +585,51 @@ def position_demo(
         "position_in_mask": bool(req.mask.causal or req.mask.window is not None),
         "repeats": pos.repeated_token_gaps(tokens, result["output"]),
     }
+
+
+def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
+    """The whole /api/model result: every head's weights, and one head's stages if asked."""
+    loaded = load_model(settings.model_dir)
+    pieces = word_pieces(loaded, req.text)
+    n = len(pieces.tokens)
+    if n > MAX_WORD_PIECES:
+        raise InputError(
+            ("text",),
+            f"text makes {n} word pieces ([CLS] and [SEP] included) but the model reads at "
+            f"most {MAX_WORD_PIECES}; shorten it",
+        )
+    config = loaded.encoder.config
+    check_index("layer", req.layer, config.layers, "layers")
+    check_index("head", req.head, config.heads, "heads in each layer")
+    query = req.query if req.query is not None else min(1, n - 1)
+    check_index("query", query, n, "word pieces")
+    stages = bert.forward(loaded.encoder, pieces.ids)
+    result: dict[str, Any] = {
+        "model": {
+            "name": loaded.name,
+            "layers": config.layers,
+            "heads": config.heads,
+            "d_head": config.d_head,
+            "d_model": config.d_model,
+            "source": loaded.source,
+        },
+        "tokens": pieces.tokens,
+        "ids": pieces.ids,
+        "special": pieces.special,
+        "weights": stages.weights,  # (layers, heads, n, n)
+        "embedding": bert.sentence_embedding(stages.layers[-1].output),
+    }
+    if req.layer is not None and req.head is not None:
+        layer = stages.layers[req.layer]
+        head = layer.heads[req.head]
+        fields = stage_fields(head)
+        result["head"] = {
+            "layer": req.layer,
+            "head": req.head,
+            "d_head": config.d_head,
+            "scale_factor": head.scale_factor,
+            "x": layer.x,
+            **fields,
+            "query": query_breakdown(pieces.tokens, fields, query),
+        }
+    return result

@@ -120,8 +120,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": "1"}
+def start_server(port: int, workers: int = 1) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": str(workers)}
     server = subprocess.Popen(
         [sys.executable, "-m", "app"],
         cwd=ROOT,
@@ -144,10 +144,10 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
 
 
 @contextmanager
-def running_app() -> Iterator[int]:
+def running_app(workers: int = 1) -> Iterator[int]:
     """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port."""
     port = free_port()
-    server = start_server(port)
+    server = start_server(port, workers)
     try:
         yield port
     finally:

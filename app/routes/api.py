@@ -19,10 +19,18 @@ from app.schemas import (
     ErrorResponse,
     HeadsRequest,
     HeadsResponse,
+    ModelRequest,
+    ModelResponse,
     TiledRequest,
     TiledResponse,
 )
-from app.service import compute_attention, compute_decode, compute_heads, compute_tiled
+from app.service import (
+    compute_attention,
+    compute_decode,
+    compute_heads,
+    compute_model,
+    compute_tiled,
+)
 
 router = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -84,6 +92,15 @@ def cost_models() -> JSONResponse:
 def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
     """Dense attention timed on this server for a few lengths, fitted to c·n² (run once)."""
     return JSONResponse(measurements.get())
+
+
+MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
+
+
+@router.post("/model", response_model=ModelResponse, responses=MODEL_ERRORS)
+def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
+    """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
+    return JSONResponse(compute_model(req, settings))
 
 
 health_router = APIRouter(tags=["health"])

@@ -17,7 +17,7 @@ from app.labstate import LabPage, lab_page
 from app.responses import JSONResponse
 from app.routes.api import MeasurementsDep
 from app.templating import templates
-from app.views import heads_page, lab_context, stages_csv
+from app.views import heads_page, lab_context, model_page, stages_csv
 
 router = APIRouter(include_in_schema=False)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -90,3 +90,10 @@ def kernel(request: Request, page: LabDep, settings: SettingsDep) -> Response:
     context = kernel_context(page, request.query_params, settings)
     status = 422 if context["messages"]["problems"] else 200
     return templates.TemplateResponse(request, "kernel.html", context, status_code=status)
+
+
+@router.get("/model", response_class=HTMLResponse)
+def model(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
+    context, status = model_page(dict(request.query_params), settings)
+    return templates.TemplateResponse(request, "model.html", context, status_code=status)

@@ -131,6 +131,7 @@ def heatmap_grid(
     the cell at (i, j) belongs to block (i // block, j // block)."""
     rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
     block = n + 1
+    weight = plotly_text(gettext("weight"))
     tiled = np.full((rows, block, cols, block), np.nan)
     tiled[:, :n, :, :n] = np.asarray(z, dtype=float).transpose(0, 2, 1, 3)
     tiled = tiled.reshape(rows * block, cols * block)[:-1, :-1]  # no gap after the last
@@ -172,9 +173,9 @@ def heatmap_grid(
         "colorscale": SEQUENTIAL,
         "zmin": 0.0,
         "zmax": 1.0,
-        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
+        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": weight}},
         "hoverongaps": False,
-        "hovertemplate": "%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
+        "hovertemplate": "%{y}<br>%{x}<br>" + weight + " %{z:.3f}<extra></extra>",
         "meta": {"block": block},
     }
     return {"data": [trace], "layout": layout}

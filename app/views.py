@@ -705,8 +705,8 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
         "grid": heatmap_grid(
             weights,
             tokens,
-            [f"layer {i}" for i in range(model["layers"])],
-            [f"head {i}" for i in range(model["heads"])],
+            [gettext("layer %(i)s") % {"i": i} for i in range(model["layers"])],
+            [gettext("head %(h)s") % {"h": i} for i in range(model["heads"])],
             selected,
         ),
         "strongest": strongest_keys(weights, tokens),
@@ -721,7 +721,9 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
         {
             "name": name,
             "title": title,
-            "fig": heatmap(shown[name], dims, tokens, title, "diverging", x_title="dimension"),
+            "fig": heatmap(
+                shown[name], dims, tokens, title, "diverging", x_title=gettext("dimension")
+            ),
             "table": _table(shown[name], tokens, dims, title),
         }
         for name, title in PROJECTIONS.items()

@@ -174,3 +174,13 @@ def test_only_pages_vary_by_language(client) -> None:
     api = client.post("/api/attention", json={}, headers={"accept-language": "es"})
     assert "accept-language" not in api.headers.get("vary", "").lower()
     assert "content-language" not in api.headers
+
+
+def test_a_page_answered_in_one_language_is_not_replayed_in_another(client) -> None:
+    """Pages may be kept and replayed (a response cache): the language is part of the key."""
+    for _ in range(2):
+        assert "One attention head" in client.get("/").text
+        assert "Una cabeza de atención" in client.get("/", params={"lang": "es"}).text
+        assert "Una cabeza de atención" in client.get("/", headers={"accept-language": "es"}).text
+        present = client.get("/", params={"present": "1"}).text
+        assert '<body class="present"' in present

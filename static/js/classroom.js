@@ -65,6 +65,22 @@
       button.hidden = false;
       button.addEventListener("click", toggleControls);
     }
+    // A page that updates itself (the lab) keeps its state in the address bar: the lesson
+    // link is made from that, not from the state the page was first served with.
+    const maker = document.querySelector(".lesson-maker form");
+    if (maker) {
+      maker.addEventListener("submit", function () {
+        maker.querySelectorAll("input[type=hidden]").forEach(function (el) { el.remove(); });
+        new URLSearchParams(window.location.search).forEach(function (value, name) {
+          if (name.indexOf("lesson") === 0) return;
+          const input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name;
+          input.value = value;
+          maker.prepend(input);
+        });
+      });
+    }
     document.querySelectorAll("[data-select-on-focus]").forEach(function (input) {
       input.addEventListener("focus", function () { input.select(); });
     });

@@ -102,6 +102,18 @@ def test_builtin_lesson_link_restores_its_state(page: Page) -> None:
     expect(page.locator("#window")).to_have_value("3")
 
 
+def test_a_lesson_link_keeps_live_edits(page: Page) -> None:
+    page.goto("/?present=1")
+    page.locator("#tokens").fill("a b c d")
+    expect(page).to_have_url(re.compile(r"tokens=a\+b\+c\+d.*present=1"))  # live update
+    page.locator(".lesson-maker summary").click()
+    page.fill("#lesson-title", "Four tokens")
+    page.click(".lesson-maker button[type=submit]")
+    expect(page.locator(".lesson-banner")).to_contain_text("Four tokens")
+    expect(page.locator("#tokens")).to_have_value("a b c d")
+    expect(page).to_have_url(re.compile(r"present=1"))
+
+
 def test_teacher_makes_a_lesson_link_that_restores_the_view(page: Page) -> None:
     page.goto("/walkthrough?step=masked&lang=es")
     page.locator(".lesson-maker summary").click()

@@ -418,14 +418,10 @@ def cost_panel(n: int) -> dict[str, Any]:
 def lab_context(page: LabPage) -> dict[str, Any]:
     """Everything templates/lab.html and its fragment show."""
     n = len(page.result["tokens"])
-    query_links = [
-        "/?" + encode([(k, i if k == "query" else v) for k, v in page.params]) for i in range(n)
-    ]
     return {
         "page": page,
         "result": page.result,
         "view": head_stages(page.result),
-        "links": query_links,
         "editor": lab_editor(page),
         "presets": PRESETS,
         "cost": cost_panel(n),

@@ -212,6 +212,7 @@ def test_pages_without_classroom_parameters_are_left_alone(client) -> None:
 
 def test_the_lab_fragment_keeps_the_view_in_its_links(client) -> None:
     html = client.get("/", params={"fragment": "1", "present": "1", "tokens": "a b"}).text
-    chips = re.findall(r'<a class="chip" href="([^"]*)"', html)
-    assert chips
-    assert all(chip.endswith("&amp;present=1") for chip in chips)
+    for link in ("state-link", "walk-link"):
+        href = re.search(rf'id="{link}" href="([^"]*)"', html).group(1)
+        assert href.endswith("&amp;present=1")
+        assert "tokens=a+b" in href

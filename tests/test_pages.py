@@ -43,6 +43,7 @@ def test_the_worked_example_reads_as_seed_000(client: TestClient) -> None:
     "phrase",
     [
         "The query Q is what this token is looking for",
+        "Keys decide how much, values decide what",
         "so the scores are divided by √d_k",
         "A decoder hides later tokens",
         "padding is hidden everywhere",
@@ -57,6 +58,18 @@ def test_the_worked_example_reads_as_seed_000(client: TestClient) -> None:
 )
 def test_the_page_teaches_beside_the_stages(client: TestClient, phrase: str) -> None:
     assert phrase in text_of(client.get("/").text)
+
+
+def test_tokens_are_buttons_of_the_form_that_pick_the_query(client: TestClient) -> None:
+    html = section(client.get("/").text, "sec-query")
+    assert (
+        '<button type="submit" form="lab-form" name="query" value="1" class="token-pick" '
+        'data-query="1" aria-pressed="true">cat</button>'
+    ) in html
+
+
+def test_the_cost_panel_links_to_the_calculator(client: TestClient) -> None:
+    assert 'href="/cost"' in section(client.get("/").text, "sec-cost")
 
 
 def test_every_control_has_a_label(client: TestClient) -> None:

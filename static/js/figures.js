@@ -15,7 +15,7 @@
     : null;
   const later = window.requestIdleCallback
     ? function (job) { window.requestIdleCallback(job, { timeout: 300 }); }
-    : function (job) { window.setTimeout(job, 50); };
+    : function (job) { window.setTimeout(function () { job(null); }, 50); };
 
   // Presenter mode (body.present): white on black, big labels, tall plots, thick cell borders.
   function presenting() {
@@ -61,18 +61,28 @@
     return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
   }
 
-  function drawRest() {
-    Array.from(pending.keys()).forEach(render);
+  // One figure per idle moment, more while the moment lasts: an edit is never kept waiting
+  // behind a queue of off-screen drawing.
+  function drawRest(deadline) {
+    const next = pending.keys().next();
+    if (next.done) return;
+    render(next.value);
+    if (deadline && deadline.timeRemaining() > 20) drawRest(deadline);
+    else if (pending.size) later(drawRest);
   }
 
   function draw(root) {
     if (!window.Plotly) return;
-    (root || document).querySelectorAll("[data-figure]").forEach(function (el) {
+    const plots = Array.from((root || document).querySelectorAll("[data-figure]"));
+    // Measure every position first, then draw: reading a position after plotly has changed
+    // the page would make the browser lay the whole page out again, once per figure.
+    const nearby = plots.map(function (el) { return !observer || near(el); });
+    plots.forEach(function (el, i) {
       const block = document.getElementById(el.dataset.figure);
       if (!block) return;
       pending.set(el, block.textContent);
-      if (observer && !near(el)) observer.observe(el);
-      else render(el);
+      if (nearby[i]) render(el);
+      else observer.observe(el);
     });
     if (pending.size) later(drawRest);
   }

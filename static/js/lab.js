@@ -152,12 +152,12 @@
     update(true, button && button.name === "action" ? button.value : null);
   });
 
+  // A token button outside the form picks the query: the form's own submit with it.
   document.addEventListener("click", function (event) {
-    const link = event.target.closest("a[data-query]");
-    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const pick = event.target.closest("button[data-query]");
+    if (!pick) return;
     event.preventDefault();
-    const select = form.querySelector("#query");
-    select.value = link.dataset.query;
+    form.querySelector("#query").value = pick.dataset.query;
     update(false);
   });
 

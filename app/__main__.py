@@ -2,17 +2,19 @@
 
 import uvicorn
 
-from app.config import get_settings
+from app.config import environment_settings
 
 
 def main() -> None:
-    settings = get_settings()
+    settings = environment_settings()
     uvicorn.run(
         "app.main:app",
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
         proxy_headers=False,
+        access_log=False,  # app.requestlog writes one JSON line per request instead
+        server_header=False,
     )
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from starlette.requests import Request
 
 
 class Settings(BaseSettings):
@@ -33,6 +34,22 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )
+    max_query_bytes: int = Field(
+        65_536, ge=1024, description="Longest query string (a page's state); longer gets 414."
+    )
+    response_cache_bytes: int = Field(
+        32 * 2**20,
+        ge=0,
+        description="Memory for repeated answers of pure routes (0 turns caching off).",
+    )
+    frame_ancestors: str = Field(
+        "'self'",
+        description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "
+        "\"'self' https://course.example.org\"; 'none' forbids embedding.",
+    )
+    log_level: str = Field(
+        "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
+    )
     measure_max_n: int = Field(
         2048, ge=16, le=4096, description="Longest sequence the 'measure it' panel times."
     )
@@ -50,5 +67,16 @@ class Settings(BaseSettings):
 
 
 @lru_cache
-def get_settings() -> Settings:
+def environment_settings() -> Settings:
+    """The settings from the environment, read once per process."""
     return Settings()
+
+
+async def get_settings(request: Request) -> Settings:
+    """The settings of the app serving this request, as stored by create_app(settings).
+
+    The dependency for routes: `Depends(get_settings)`. It is async and not overridden, so
+    FastAPI resolves it in place: no thread-pool hop and no per-request re-analysis, which a
+    sync dependency or a dependency override costs on every request.
+    """
+    return request.app.state.settings

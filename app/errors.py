@@ -5,9 +5,7 @@ defaults are filled in. Every input problem, from pydantic or from us, leaves as
 with FastAPI's usual body, each `msg` starting with the field it is about.
 """
 
-import logging
 import math
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +14,6 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from app.responses import JSONResponse
-
-log = logging.getLogger("attention_lab")
 
 
 class InputError(Exception):
@@ -152,13 +148,24 @@ def validation_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     return [readable(dict(e)) for e in errors]
 
 
+def invalid_input(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
+    """The 422 answer; the messages also go into the request's log line (app.requestlog)."""
+    request.state.invalid = [e["msg"] for e in errors]
+    return JSONResponse({"detail": errors}, status_code=422)
+
+
 async def request_validation_handler(request: Request, exc: RequestValidationError) -> Any:
-    return JSONResponse({"detail": validation_errors(exc.errors())}, status_code=422)
+    return invalid_input(request, validation_errors(exc.errors()))
 
 
 async def input_error_handler(request: Request, exc: InputError) -> Any:
     error = {"loc": [exc.source, *exc.loc], "msg": exc.msg, "type": "value_error"}
-    return JSONResponse({"detail": [error]}, status_code=422)
+    return invalid_input(request, [error])
+
+
+UNREADABLE_BODY = (
+    "the request body could not be read as JSON; send UTF-8 text such as {} for the worked example"
+)
 
 
 async def busy_handler(request: Request, exc: BusyError) -> Any:
@@ -171,14 +178,10 @@ async def model_unavailable_handler(request: Request, exc: ModelUnavailableError
 
 
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:
+    if exc.status_code == 400:
+        # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): input a student
+        # can fix, so it answers like every other input problem.
+        return invalid_input(
+            request, [{"loc": ["body"], "msg": UNREADABLE_BODY, "type": "json_invalid"}]
+        )
     return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-
-
-async def unexpected_error_handler(request: Request, exc: Exception) -> Any:
-    """A bug of ours: log it with an id the user can quote, show no internals."""
-    request_id = uuid.uuid4().hex[:12]
-    log.exception("unhandled error %s on %s %s", request_id, request.method, request.url.path)
-    return JSONResponse(
-        {"detail": f"Something went wrong on the server (error id {request_id})."},
-        status_code=500,
-    )

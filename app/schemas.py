@@ -96,7 +96,7 @@ class MaskSpec(BaseModel):
     window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Sliding window w: see keys fewer than w positions away."
     )
-    allowed: list[list[Flag]] | None = Field(
+    allowed: list[Annotated[list[Flag], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
         None, max_length=HARD_MAX_TOKENS, description="A custom n × n pattern: true = visible."
     )
 
@@ -516,9 +516,11 @@ class CostQuery(BaseModel):
         None, description="How many layers use the window (default all); the rest are global."
     )
     gpu_memory_gib: float = Field(
-        24.0, gt=0, le=1_048_576, allow_inf_nan=False, description="GPU memory in GiB (2³⁰ B)."
+        24.0, ge=0.001, le=1_048_576, allow_inf_nan=False, description="GPU memory in GiB (2³⁰ B)."
     )
-    preset: str | None = Field(None, description="A model id from GET /api/cost/models.")
+    preset: str | None = Field(
+        None, max_length=64, description="A model id from GET /api/cost/models."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -15,10 +15,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as the app does
 
 import http.client
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from server import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 # (n, d_model = d_k = d_v, timed repeats)
@@ -114,45 +112,16 @@ def median_seconds(calls: list[Callable[[], Any]], repeats: int) -> list[float]:
     return [statistics.median(spent) for spent in times]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, workers: int = 1) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "WORKERS": str(workers)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "app"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return server
-        except OSError:
-            time.sleep(0.1)
-    server.kill()
-    raise RuntimeError("the server did not answer /healthz within 30 s")
-
-
 @contextmanager
 def running_app(workers: int = 1) -> Iterator[int]:
-    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port."""
-    port = free_port()
-    server = start_server(port, workers)
+    """`python -m app` on a free port of 127.0.0.1 for the length of the block: its port.
+    The response cache is off: the same body is sent again and again, and the point here is
+    the cost of computing and serializing it."""
+    server = Server(env={"RESPONSE_CACHE_BYTES": "0"}, workers=workers)
     try:
-        yield port
+        yield server.port
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.stop()
 
 
 def post(

@@ -32,7 +32,9 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[str]:
     """The app served by uvicorn on 127.0.0.1 at a free port, for the whole session."""
-    config = uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=0, log_level="warning")
+    # Request lines off: the server thread would write them between the tests' captures.
+    app = create_app(Settings(log_level="warning"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

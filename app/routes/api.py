@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 
+from app.cache import cacheable
 from app.config import Settings, get_settings
 from app.cost_service import compute_cost, preset_list
 from app.measure import MeasurementCache
@@ -44,9 +45,16 @@ WORKED_EXAMPLE = {
 AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
-@router.post("/attention", response_model=AttentionResponse, responses=ERRORS)
-def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
+@router.post(
+    "/attention",
+    response_model=AttentionResponse,
+    responses=ERRORS,
+    dependencies=[Depends(cacheable)],
+)
+async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
+    # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
+    # cheaper on the event loop than a hop to the thread pool and back.
     return JSONResponse(compute_attention(req, settings))
 
 
@@ -97,7 +105,12 @@ def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
 MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
 
 
-@router.post("/model", response_model=ModelResponse, responses=MODEL_ERRORS)
+@router.post(
+    "/model",
+    response_model=ModelResponse,
+    responses=MODEL_ERRORS,
+    dependencies=[Depends(cacheable)],  # a real model run: a class sending one text runs it once
+)
 def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
     """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
     return JSONResponse(compute_model(req, settings))
@@ -107,6 +120,6 @@ health_router = APIRouter(tags=["health"])
 
 
 @health_router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     """The container's health check: 200 when the app can serve."""
     return {"status": "ok"}

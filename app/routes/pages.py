@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.cache import cacheable
 from app.config import Settings, get_settings
 from app.cost_views import cost_page_context
 from app.kernel_views import kernel_context
@@ -35,7 +36,7 @@ def problems_json(page: LabPage) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-@router.get("/", response_class=HTMLResponse)
+@router.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
 def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
     renders the page with its problems next to the controls (422). The live fragment answers

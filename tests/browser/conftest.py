@@ -55,9 +55,12 @@ def watch() -> PageWatch:
     return PageWatch()
 
 
-@pytest.fixture
-def page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server)
+def open_page(
+    browser: Browser, live_server: str, watch: PageWatch, bypass_csp: bool
+) -> Iterator[Page]:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, base_url=live_server, bypass_csp=bypass_csp
+    )
 
     def guard(route, request) -> None:  # type: ignore[no-untyped-def]
         if request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
@@ -74,6 +77,20 @@ def page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]
     context.close()
     assert watch.foreign_requests == [], "the page asked another host"
     assert watch.console_errors == [], "the page logged errors"
+
+
+@pytest.fixture
+def page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]:
+    """A page for behaviour tests. The Content-Security-Policy is bypassed here because
+    Playwright's own `wait_for_function` evaluates its predicate with eval, which the policy
+    forbids; `strict_page` (tests/browser/test_security.py) keeps it enforced."""
+    yield from open_page(browser, live_server, watch, bypass_csp=True)
+
+
+@pytest.fixture
+def strict_page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]:
+    """A page with the Content-Security-Policy enforced, as in a student's browser."""
+    yield from open_page(browser, live_server, watch, bypass_csp=False)
 
 
 def axe_violations(page: Page) -> list[str]:

@@ -1,0 +1,141 @@
+"""Finished answers of pure routes, kept in memory, bounded in bytes, replayed before routing.
+
+A route whose answer depends only on the request (method, path, query string, body, and the
+Accept-Language and Cookie headers a page may read) and the app's settings opts in with the
+dependency `Depends(cacheable)`. Its 200 answers are then kept, and the `CachedAnswers`
+middleware answers the same request again before routing, validation or computing: a class
+opening the worked example, or a link the teacher shared, costs microseconds per student.
+One cache per app (so per settings); least recently used answers leave first; an answer
+larger than `max_entry_bytes` is never kept.
+"""
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+Key = tuple[str, str, bytes, bytes, bytes, bytes]
+VARY = (b"accept-language", b"cookie")
+
+
+@dataclass(frozen=True)
+class Answer:
+    headers: tuple[tuple[bytes, bytes], ...]  # a tuple: middleware outside edits header lists
+    body: bytes
+
+
+def cache_key(scope: Scope, body: bytes) -> Key:
+    headers = dict(scope["headers"])
+    vary = tuple(headers.get(name, b"") for name in VARY)
+    return (scope["method"], scope["path"], scope.get("query_string", b""), *vary, body)
+
+
+class ResponseCache:
+    def __init__(self, max_bytes: int, max_entry_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+        self.entries: OrderedDict[Key, Answer] = OrderedDict()
+        self.size = 0
+        self.routes: set[tuple[str, str]] = set()  # (method, path) that opted in
+        self.lock = Lock()  # the middleware runs on the event loop, sync routes in threads
+
+    def get(self, key: Key) -> Answer | None:
+        with self.lock:
+            answer = self.entries.get(key)
+            if answer is not None:
+                self.entries.move_to_end(key)
+            return answer
+
+    def put(self, key: Key, answer: Answer) -> None:
+        if len(answer.body) > self.max_entry_bytes:
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = answer
+            self.size += len(answer.body)
+            while self.size > self.max_bytes:
+                _, old = self.entries.popitem(last=False)
+                self.size -= len(old.body)
+
+
+async def cacheable(request: Request) -> None:
+    """Route dependency: this route's 200 answers may be kept and replayed."""
+    request.state.cacheable = True
+
+
+class CachedAnswers:
+    """Pure ASGI middleware: replays a kept answer, and keeps the 200 answers of routes that
+    declared themselves `cacheable`."""
+
+    def __init__(self, app: ASGIApp, cache: ResponseCache) -> None:
+        self.app = app
+        self.cache = cache
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.cache.max_entry_bytes == 0:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        known = (scope["method"], scope["path"]) in self.cache.routes
+        if known and (b"content-length" in headers or scope["method"] in ("GET", "HEAD")):
+            body = await read_body(receive) if b"content-length" in headers else b""
+            if body is None:
+                return  # the client went away
+            answer = self.cache.get(cache_key(scope, body))
+            if answer is not None:
+                headers_copy = list(answer.headers)  # middleware outside edits the list
+                await send({"type": "http.response.start", "status": 200, "headers": headers_copy})
+                await send({"type": "http.response.body", "body": answer.body})
+                return
+            receive = replay(body, receive)
+
+        received: list[bytes] = []
+        sent: list[bytes] = []
+        start: dict[str, Message] = {}
+
+        async def tee_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                received.append(message.get("body", b""))
+            return message
+
+        async def keep_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                start["message"] = message
+            elif message["type"] == "http.response.body" and start["message"]["status"] == 200:
+                sent.append(message.get("body", b""))
+                if not message.get("more_body", False) and scope.get("state", {}).get("cacheable"):
+                    self.cache.routes.add((scope["method"], scope["path"]))
+                    answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
+                    self.cache.put(cache_key(scope, b"".join(received)), answer)
+            await send(message)
+
+        await self.app(scope, tee_receive, keep_send)
+
+
+async def read_body(receive: Receive) -> bytes | None:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the real channel."""
+    done = False
+
+    async def replayed() -> Message:
+        nonlocal done
+        if not done:
+            done = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed

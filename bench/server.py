@@ -1,0 +1,60 @@
+"""A uvicorn server on 127.0.0.1 for a benchmark: started on a free port, stopped after."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`python <command>` with HOST=127.0.0.1, a free PORT and WORKERS (plus `env`), ready
+    once `ready_path` answers. "{port}" in the command is replaced by the port."""
+
+    def __init__(
+        self,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        ready_path: str = "/healthz",
+        workers: int = 1,
+    ) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full_env = {**os.environ, **(env or {})}
+        full_env.update(HOST="127.0.0.1", PORT=str(self.port), WORKERS=str(workers))
+        args = [arg.format(port=self.port) for arg in (command or ["-m", "app"])]
+        self.process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + ready_path, timeout=2) as r:
+                    r.read()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the server did not answer {ready_path} within 30 s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()

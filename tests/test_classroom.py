@@ -216,3 +216,17 @@ def test_the_lab_fragment_keeps_the_view_in_its_links(client) -> None:
         href = re.search(rf'id="{link}" href="([^"]*)"', html).group(1)
         assert href.endswith("&amp;present=1")
         assert "tokens=a+b" in href
+
+
+def test_the_embed_view_may_be_framed_by_the_configured_course_site() -> None:
+    from fastapi.testclient import TestClient
+
+    from app.config import Settings
+    from app.main import create_app
+
+    course = "'self' https://course.example.org"
+    with TestClient(create_app(Settings(frame_ancestors=course))) as client:
+        page = client.get("/walkthrough", params={"embed": "1", "step": "scores"})
+    assert page.status_code == 200
+    assert f"frame-ancestors {course}" in page.headers["content-security-policy"]
+    assert 'class="site-header"' not in page.text

@@ -48,6 +48,7 @@ WORKDIR /srv/attention-lab
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
+COPY translations ./translations
 USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \

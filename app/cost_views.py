@@ -12,22 +12,22 @@ from app.cost import binary_size
 from app.cost_service import compute_cost, preset_list
 from app.errors import BusyError, InputError, validation_errors
 from app.figures import Marker, Series, byte_ticks, log_log_lines
+from app.i18n import format_number, gettext
 from app.measure import MeasurementCache
 from app.schemas import CostQuery
 
 
-def _length_markers(result: dict[str, Any], field: str, fit: str, what: str) -> list[Marker]:
-    """A marker at the chosen length, and one where `what` fills the GPU (when on the chart)."""
+def _length_markers(result: dict[str, Any], field: str, fit: str, fills: str) -> list[Marker]:
+    """A marker at the chosen length, and one where the thing drawn fills the GPU (when on
+    the chart); `fills` says so, with %(n)s for the length."""
     n = result["seq_len"]
-    markers = [
-        Marker("your length", n, result[field], f"n = {n:,}: {result['sizes'][field]['text']}")
-    ]
+    text = f"n = {format_number(n)}: {result['sizes'][field]['text']}"
+    markers = [Marker(gettext("your length"), n, result[field], text)]
     m = result["gpu"][fit]
     if m < result["curves"]["seq_len"][-1]:
         gpu_bytes = result["gpu"]["memory_bytes"]
-        markers.append(
-            Marker("GPU full", m, gpu_bytes, f"{what} fills the GPU at n = {m:,}", "diamond")
-        )
+        full = fills % {"n": format_number(m)}
+        markers.append(Marker(gettext("GPU full"), m, gpu_bytes, full, "diamond"))
     return markers
 
 
@@ -37,13 +37,13 @@ def _bytes_chart(
     """Bytes against length on log axes, with the GPU's memory as a dotted line."""
     ns = result["curves"]["seq_len"]
     gpu_bytes = result["gpu"]["memory_bytes"]
-    gpu_name = f"GPU memory ({result['sizes']['gpu_memory']['text']})"
+    gpu_name = gettext("GPU memory (%(size)s)") % {"size": result["sizes"]["gpu_memory"]["text"]}
     values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
     return log_log_lines(
         ns,
         [*series, Series(gpu_name, [gpu_bytes] * len(ns), dash="dot")],
         title,
-        "bytes",
+        gettext("bytes"),
         markers,
         y_ticks=byte_ticks(min(values), max(values)),
     )
@@ -59,14 +59,17 @@ def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     curves = result["curves"]
     score_series = [
         _sized(
-            "dense attention: n × n scores of every head", curves["dense_score_bytes_per_layer"]
+            gettext("dense attention: n × n scores of every head"),
+            curves["dense_score_bytes_per_layer"],
         ),
         _sized(
-            "memory-efficient exact kernel: 8 bytes of row statistics per query and head",
+            gettext("memory-efficient exact kernel: 8 bytes of row statistics per query and head"),
             curves["row_stats_bytes_per_layer"],
         ),
         _sized(
-            "Q, K, V and output (both kernels need them)", curves["qkvo_bytes_per_layer"], "dash"
+            gettext("Q, K, V and output (both kernels need them)"),
+            curves["qkvo_bytes_per_layer"],
+            "dash",
         ),
     ]
     kv_series = [
@@ -77,16 +80,26 @@ def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "scores": _bytes_chart(
             result,
             score_series,
-            f"Attention memory of one layer ({result['heads']} heads × batch {result['batch']})",
+            gettext("Attention memory of one layer (%(heads)s heads × batch %(batch)s)")
+            % {"heads": result["heads"], "batch": result["batch"]},
             _length_markers(
-                result, "score_bytes_per_layer", "longest_dense_layer_fit", "dense scores"
+                result,
+                "score_bytes_per_layer",
+                "longest_dense_layer_fit",
+                gettext("dense scores fill the GPU at n = %(n)s"),
             ),
         ),
         "kv": _bytes_chart(
             result,
             kv_series,
-            f"KV cache, {result['layers']} layers × batch {result['batch']}",
-            _length_markers(result, "kv_cache_bytes", "longest_kv_fit", "the KV cache"),
+            gettext("KV cache, %(layers)s layers × batch %(batch)s")
+            % {"layers": result["layers"], "batch": result["batch"]},
+            _length_markers(
+                result,
+                "kv_cache_bytes",
+                "longest_kv_fit",
+                gettext("the KV cache fills the GPU at n = %(n)s"),
+            ),
         ),
     }
 
@@ -100,11 +113,11 @@ def measure_figure(measurement: dict[str, Any]) -> dict[str, Any]:
     return log_log_lines(
         ns,
         [
-            Series("measured on this server", ms, [f"{t:.2f} ms" for t in ms]),
-            Series("fitted c·n²", fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
+            Series(gettext("measured on this server"), ms, [f"{t:.2f} ms" for t in ms]),
+            Series(gettext("fitted c·n²"), fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
         ],
-        "Dense attention, one head: time against length",
-        "milliseconds",
+        gettext("Dense attention, one head: time against length"),
+        gettext("milliseconds"),
         mode="lines+markers",
     )
 

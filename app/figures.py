@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from app.cost import BINARY_UNITS
+from app.i18n import N_, gettext
 
 # Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
 SEQUENTIAL = "Viridis"
@@ -50,8 +51,8 @@ def heatmap(
     y_labels: Sequence[str],
     title: str,
     scale: Scale = "sequential",
-    x_title: str = "key",
-    y_title: str = "query",
+    x_title: str | None = None,
+    y_title: str | None = None,
     hover: list[list[str]] | None = None,
     hidden: np.ndarray | None = None,
     hidden_text: str = "−∞",
@@ -90,8 +91,16 @@ def heatmap(
         "data": [trace],
         "layout": {
             "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-            "xaxis": {"title": {"text": x_title}, "side": "top", "type": "category"},
-            "yaxis": {"title": {"text": y_title}, "autorange": "reversed", "type": "category"},
+            "xaxis": {
+                "title": {"text": gettext("key") if x_title is None else x_title},
+                "side": "top",
+                "type": "category",
+            },
+            "yaxis": {
+                "title": {"text": gettext("query") if y_title is None else y_title},
+                "autorange": "reversed",
+                "type": "category",
+            },
             "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
             "height": 320,
         },
@@ -122,6 +131,7 @@ def heatmap_grid(
     the cell at (i, j) belongs to block (i // block, j // block)."""
     rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
     block = n + 1
+    weight = plotly_text(gettext("weight"))
     tiled = np.full((rows, block, cols, block), np.nan)
     tiled[:, :n, :, :n] = np.asarray(z, dtype=float).transpose(0, 2, 1, 3)
     tiled = tiled.reshape(rows * block, cols * block)[:-1, :-1]  # no gap after the last
@@ -163,9 +173,9 @@ def heatmap_grid(
         "colorscale": SEQUENTIAL,
         "zmin": 0.0,
         "zmax": 1.0,
-        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": "weight"}},
+        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": weight}},
         "hoverongaps": False,
-        "hovertemplate": "%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
+        "hovertemplate": "%{y}<br>%{x}<br>" + weight + " %{z:.3f}<extra></extra>",
         "meta": {"block": block},
     }
     return {"data": [trace], "layout": layout}
@@ -223,7 +233,7 @@ def log_log_lines(
     title: str,
     y_title: str,
     markers: Sequence[Marker] = (),
-    x_title: str = "sequence length n (tokens)",
+    x_title: str | None = None,
     y_ticks: dict[str, list[Any]] | None = None,
     mode: str = "lines",
 ) -> dict[str, Any]:
@@ -269,7 +279,10 @@ def log_log_lines(
         "data": traces,
         "layout": {
             "title": {"text": title},
-            "xaxis": {"title": {"text": x_title}, "type": "log"},
+            "xaxis": {
+                "title": {"text": x_title or gettext("sequence length n (tokens)")},
+                "type": "log",
+            },
             "yaxis": y_axis,
             "legend": {"orientation": "h", "y": -0.25},
             "margin": {"l": 80, "r": 20, "t": 60, "b": 60},
@@ -293,10 +306,10 @@ def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
 # The states of a score entry in the tiled walk-through, each with its own colour (light
 # grey, blue, orange, dark grey: distinguishable with every common colour-vision deficiency).
 PROGRESS_LABELS = (
-    "not computed yet",
-    "computed earlier, discarded",
-    "this tile: held now",
-    "this tile: skipped, the mask hides all of it",
+    N_("not computed yet"),
+    N_("computed earlier, discarded"),
+    N_("this tile: held now"),
+    N_("this tile: skipped, the mask hides all of it"),
 )
 PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d", "#7a7a85")
 
@@ -311,7 +324,7 @@ def progress_map(
     if text is not None:
         hover = [
             [
-                f"{PROGRESS_LABELS[int(c)]}: {t}".removesuffix(": ")
+                f"{gettext(PROGRESS_LABELS[int(c)])}: {t}".removesuffix(": ")
                 for c, t in zip(r, tr, strict=True)
             ]
             for r, tr in zip(state, text, strict=True)

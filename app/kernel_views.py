@@ -12,6 +12,7 @@ import numpy as np
 from app.config import Settings
 from app.errors import InputError
 from app.figures import heatmap, progress_map
+from app.i18n import gettext
 from app.labstate import LabPage, StateError, encode, integer
 from app.schemas import HARD_MAX_TOKENS, DecodeRequest, TiledRequest
 from app.service import compute_decode, compute_tiled
@@ -128,9 +129,9 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
     if not step["skipped"]:
         q_tokens, k_tokens = tokens[r0:r1], tokens[c0:c1]
         figures["scores"] = heatmap(
-            step["scores"], k_tokens, q_tokens, "S = Q·Kᵀ / √d_k, this tile", "diverging"
+            step["scores"], k_tokens, q_tokens, gettext("S = Q·Kᵀ / √d_k, this tile"), "diverging"
         )
-        figures["p"] = heatmap(step["p"], k_tokens, q_tokens, "P = exp(S − m), this tile")
+        figures["p"] = heatmap(step["p"], k_tokens, q_tokens, gettext("P = exp(S − m), this tile"))
     return {
         "index": s,
         "count": len(steps),
@@ -164,7 +165,7 @@ def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
     current = steps[s]
     tile = slice(*current["query_block"]), slice(*current["key_block"])
     state[tile] = 3 if current["skipped"] else 2
-    return progress_map(state, text, result["tokens"], "Scores touched so far")
+    return progress_map(state, text, result["tokens"], gettext("Scores touched so far"))
 
 
 # ---------------------------------------------------------------- cached decoding
@@ -177,7 +178,9 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         prefill = result["prefill"]
         cache = p
         figures = {
-            "weights": heatmap(prefill["weights"], tokens[:p], tokens[:p], "prefill weights")
+            "weights": heatmap(
+                prefill["weights"], tokens[:p], tokens[:p], gettext("prefill weights")
+            )
         }
         token_step = None
     else:
@@ -188,7 +191,7 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
                 token_step["weights"][None, :],
                 tokens[:cache],
                 [token_step["token"]],
-                "weights of the new query over the cache",
+                gettext("weights of the new query over the cache"),
             )
         }
     d_k, d_v = result["d_k"], result["d_v"]
@@ -196,10 +199,10 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         result["k"][:cache],
         [f"d{j}" for j in range(d_k)],
         tokens[:cache],
-        "K cache",
+        gettext("K cache"),
         "diverging",
-        x_title="dimension",
-        y_title="token",
+        x_title=gettext("dimension"),
+        y_title=gettext("token"),
     )
     return {
         "index": s,

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from app import attention as att
 from app.config import Settings
 from app.errors import InputError, validation_errors
+from app.i18n import gettext
 from app.positional import KINDS, Positional
 from app.schemas import AttentionRequest, MaskSpec
 from app.service import compute_attention, mask_of, position_demo, resolve_inputs
@@ -112,7 +113,10 @@ def number(text: str, where: str) -> float:
     except ValueError:
         value = float("nan")
     if not np.isfinite(value) or abs(value) > 1e6:
-        raise StateError(f"{where}: “{text.strip()}” is not a number; write numbers like 0.5 or −1")
+        raise StateError(
+            gettext("%(where)s: “%(text)s” is not a number; write numbers like 0.5 or −1")
+            % {"where": where, "text": text.strip()}
+        )
     return value
 
 
@@ -120,9 +124,15 @@ def integer(text: str, name: str, low: int, high: int) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise StateError(f"{name}: “{text.strip()}” is not a whole number") from None
+        raise StateError(
+            gettext("%(name)s: “%(text)s” is not a whole number")
+            % {"name": name, "text": text.strip()}
+        ) from None
     if not low <= value <= high:
-        raise StateError(f"{name} is {value}; choose a whole number from {low} to {high}")
+        raise StateError(
+            gettext("%(name)s is %(value)s; choose a whole number from %(low)s to %(high)s")
+            % {"name": name, "value": value, "low": low, "high": high}
+        )
     return value
 
 
@@ -132,7 +142,11 @@ def matrix(text: str, name: str) -> list[list[float]]:
     rows = text.strip().strip(";").split(";")
     return [
         [
-            number(cell, f"{label} row {i + 1}, number {j + 1}")
+            number(
+                cell,
+                gettext("%(label)s row %(row)s, number %(col)s")
+                % {"label": label, "row": i + 1, "col": j + 1},
+            )
             for j, cell in enumerate(row.split(","))
         ]
         for i, row in enumerate(rows)
@@ -157,7 +171,9 @@ def flag(text: str, name: str) -> bool:
         return True
     if value in ("0", "false", "off", "no"):
         return False
-    raise StateError(f"{name}: “{text}” is neither on (1) nor off (0)")
+    raise StateError(
+        gettext("%(name)s: “%(text)s” is neither on (1) nor off (0)") % {"name": name, "text": text}
+    )
 
 
 @dataclass
@@ -190,11 +206,15 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
         tokens = " ".join(vs).split()
         if len(tokens) > max_tokens:
             raise StateError(
-                f"tokens: there are {len(tokens)} tokens; this server takes {max_tokens}"
+                gettext("tokens: there are %(n)s tokens; this server takes %(max)s")
+                % {"n": len(tokens), "max": max_tokens}
             )
         long = [t for t in tokens if len(t) > 40]
         if long:
-            raise StateError(f"tokens: “{long[0][:40]}…” is longer than 40 characters; split it")
+            raise StateError(
+                gettext("tokens: “%(token)s…” is longer than 40 characters; split it")
+                % {"token": long[0][:40]}
+            )
         state.tokens = tokens
 
     def set_width(name: str) -> Any:
@@ -206,14 +226,20 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
                 state.matrices[name] = matrix(vs[0], name)
             else:
                 label = LABELS[name]
-                parsed.cells[name] = [number(v, f"{label} cell {i + 1}") for i, v in enumerate(vs)]
+                where = gettext("%(label)s cell %(cell)s")
+                parsed.cells[name] = [
+                    number(v, where % {"label": label, "cell": i + 1}) for i, v in enumerate(vs)
+                ]
 
         return parse
 
     def set_mode(vs: list[str]) -> None:
         mode = vs[-1].strip()
         if mode not in MASK_MODES:
-            raise StateError(f"mask: “{mode}” is not a mask; choose one of {', '.join(MASK_MODES)}")
+            raise StateError(
+                gettext("mask: “%(mode)s” is not a mask; choose one of %(modes)s")
+                % {"mode": mode, "modes": ", ".join(MASK_MODES)}
+            )
         state.mask = mode
 
     def set_cells(vs: list[str]) -> None:
@@ -231,7 +257,9 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
 
     def set_action(vs: list[str]) -> None:
         if vs[-1] not in ACTIONS:
-            raise StateError(f"action: “{vs[-1]}” is not a button of this page")
+            raise StateError(
+                gettext("action: “%(action)s” is not a button of this page") % {"action": vs[-1]}
+            )
         parsed.action = vs[-1]
 
     read("tokens", set_tokens)
@@ -273,14 +301,20 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
         if width and len(cells) % width == 0:
             state.matrices[name] = [cells[r : r + width] for r in range(0, len(cells), width)]
         else:
-            notes.append(f"{LABELS[name]} did not fill whole rows, so it was generated again")
+            notes.append(
+                gettext("%(label)s did not fill whole rows, so it was generated again")
+                % {"label": LABELS[name]}
+            )
 
     x = state.matrices.get("x")
     if x is not None and len({len(row) for row in x}) == 1:
         width = len(x[0])
         if state.d_model is not None and width != state.d_model:
             del state.matrices["x"]
-            notes.append(f"x was generated again from the text for d_model = {state.d_model}")
+            notes.append(
+                gettext("x was generated again from the text for d_model = %(d_model)s")
+                % {"d_model": state.d_model}
+            )
         elif len(x) != n:
             extra = att.token_vectors(tokens[len(x) :], width, state.seed).tolist()
             state.matrices["x"] = (x + extra)[:n]
@@ -291,7 +325,10 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
             continue
         if len(w) != d_model or (widths[name] is not None and len(w[0]) != widths[name]):
             del state.matrices[name]
-            notes.append(f"{LABELS[name]} was generated again to fit the new widths")
+            notes.append(
+                gettext("%(label)s was generated again to fit the new widths")
+                % {"label": LABELS[name]}
+            )
 
     state.pad = [p for p in state.pad if p < n]
     if state.mask == "custom":
@@ -447,9 +484,11 @@ def lab_page(items: Iterable[tuple[str, str]], settings: Settings) -> LabPage:
                 problems.append(str(problem))
             continue
         if attempt == 1:
-            notes.append("The numbers below are generated from the text until that is fixed.")
+            notes.append(
+                gettext("The numbers below are generated from the text until that is fixed.")
+            )
         elif attempt == 2:
-            notes.append("The page shows the worked example until that is fixed.")
+            notes.append(gettext("The page shows the worked example until that is fixed."))
         state = candidate
         break
     if parsed.action and not problems:

@@ -11,11 +11,12 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from app import STATIC_DIR, errors
 from app.cache import CachedAnswers, ResponseCache
+from app.classroom import ClassroomMiddleware
 from app.config import Settings, environment_settings
 from app.limits import BodySizeLimit
 from app.measure import MeasurementCache
 from app.requestlog import RequestLog, configure_logging
-from app.routes import api, assets, docs, pages
+from app.routes import api, assets, classroom, docs, pages
 from app.security import SecurityHeaders
 
 
@@ -56,11 +57,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors.ModelUnavailableError, errors.model_unavailable_handler
     )
     application.add_exception_handler(HTTPException, errors.http_error_handler)
-    # Middleware, innermost first: answers kept by the cache (uncompressed), compression
+    # Middleware, innermost first: the classroom view (language, presenter mode, embed,
+    # lesson: lifted off the query and carried through links, inside the cache so that its
+    # key holds them), answers kept by the cache (uncompressed), compression
     # (pages, fragments and JSON; plotly.js arrives already gzipped; level 1: the stage
     # matrices are full-precision floats that level 6 shrinks only 9% more, at 4× the time),
     # size caps, the request log (ids, timing, the generic answer to an unexpected error),
     # then the security headers on every answer.
+    application.add_middleware(ClassroomMiddleware)
     application.add_middleware(CachedAnswers, cache=cache)
     application.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     application.add_middleware(
@@ -71,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.include_router(api.router)
     application.include_router(api.health_router)
     application.include_router(pages.router)
+    application.include_router(classroom.router)
     application.include_router(assets.router)
     application.include_router(docs.router)
     application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.cost import AttentionConfig
+from app.i18n import N_
 
 ConfigValue = int | bool
 FIELD_NAMES = {  # our name: the names config.json files use for it, GPT-2's last
@@ -123,7 +124,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "(2019), Language Models are Unsupervised Multitask Learners"
         ),
         config={"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024},
-        notes="No head_dim field: each head is n_embd / n_head = 768 / 12 = 64 wide.",
+        notes=N_("No head_dim field: each head is n_embd / n_head = 768 / 12 = 64 wide."),
     ),
     ModelPreset(
         id="bert-base",
@@ -139,7 +140,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "hidden_size": 768,
             "max_position_embeddings": 512,
         },
-        notes=(
+        notes=N_(
             "An encoder: it reads the whole input in one pass and generates nothing token by "
             "token, so in use it keeps no KV cache. The KV figure is what K and V of one pass "
             "occupy."
@@ -159,7 +160,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "hidden_size": 4096,
             "max_position_embeddings": 4096,
         },
-        notes="Multi-head attention: every query head has its own keys and values.",
+        notes=N_("Multi-head attention: every query head has its own keys and values."),
     ),
     ModelPreset(
         id="llama-2-70b",
@@ -175,7 +176,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "hidden_size": 8192,
             "max_position_embeddings": 4096,
         },
-        notes="Grouped-query attention: 8 query heads share each key/value head.",
+        notes=N_("Grouped-query attention: 8 query heads share each key/value head."),
     ),
     ModelPreset(
         id="llama-3-8b",
@@ -188,7 +189,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "hidden_size": 4096,
             "max_position_embeddings": 8192,
         },
-        notes=(
+        notes=N_(
             "Same width and depth as Llama-2-7B, but 8 key/value heads instead of 32: "
             "a quarter of the KV cache per token."
         ),
@@ -208,7 +209,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "max_position_embeddings": 32768,
             "sliding_window": 4096,
         },
-        notes=(
+        notes=N_(
             "Every layer attends to at most the last 4,096 tokens, so a rolling cache never "
             "holds more than 4,096 tokens per layer. Later Mistral-7B versions dropped the window."
         ),
@@ -230,7 +231,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "max_position_embeddings": 8192,
             "sliding_window": 4096,
         },
-        notes=(
+        notes=N_(
             "head_dim is 256 although hidden_size / heads = 3584 / 16 = 224. Layers alternate: "
             "the even-numbered ones (0, 2, …, 40) use a local 4,096-token window, the odd ones "
             "attend globally over the 8,192-token context."
@@ -252,7 +253,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "sliding_window": 131072,
             "use_sliding_window": False,
         },
-        notes=(
+        notes=N_(
             "Grouped-query attention with only 4 key/value heads for 28 query heads. The config "
             "lists a sliding_window value but use_sliding_window is false: every layer is global."
         ),
@@ -272,7 +273,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "multi_query": True,
         },
         context=2048,
-        notes=(
+        notes=N_(
             "Multi-query attention: all 71 query heads share one key/value head of width "
             "4544 / 71 = 64."
         ),
@@ -292,7 +293,7 @@ PRESETS: tuple[ModelPreset, ...] = (
             "max_position_embeddings": 4096,
             "sliding_window": 2047,
         },
-        notes=(
+        notes=N_(
             "Multi-head attention with heads 3072 / 32 = 96 wide. The config sets a "
             "2,047-token sliding window on every layer; a runtime that ignores it keeps all "
             "4,096 tokens (clear the window field to see that size)."

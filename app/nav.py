@@ -1,10 +1,17 @@
-"""The app's pages, in the order the navigation bar shows them: (path, label)."""
+"""The app's pages, in the order the navigation bar shows them: (path, label).
+
+Labels are marked for translation here and translated where the bar is drawn.
+"""
+
+from app.i18n import N_
 
 NAV: list[tuple[str, str]] = [
-    ("/", "Head lab"),
-    ("/heads", "Heads and position"),
-    ("/cost", "Cost calculator"),
-    ("/kernel", "Inside the kernel"),
-    ("/model", "A trained model"),
-    ("/docs", "API"),
+    ("/", N_("Head lab")),
+    ("/walkthrough", N_("Walk-through")),
+    ("/heads", N_("Heads and position")),
+    ("/cost", N_("Cost calculator")),
+    ("/kernel", N_("Inside the kernel")),
+    ("/model", N_("A trained model")),
+    ("/lessons", N_("Lessons")),
+    ("/docs", N_("API")),
 ]

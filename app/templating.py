@@ -1,6 +1,8 @@
-"""The Jinja environment: templates from templates/, gettext-ready, and formatting filters.
+"""The Jinja environment: templates from templates/, translated, and formatting filters.
 
-Templates only format finished values; these filters are the formatting.
+Templates only format finished values; these filters are the formatting. `_()` in a template
+translates into the request's language (app/i18n.py); every page also gets `classroom`, the
+language, presenter, embed and lesson state of its URL (app/classroom.py).
 """
 
 import hashlib
@@ -11,7 +13,8 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from app import STATIC_DIR, TEMPLATES_DIR
+from app import STATIC_DIR, TEMPLATES_DIR, i18n
+from app.classroom import classroom_context, hidden, url
 from app.figures import fmt
 from app.nav import NAV
 from app.responses import dumps
@@ -23,10 +26,11 @@ def fmt_vector(values: Any, digits: int = 2) -> str:
 
 
 def fmt_int(value: Any) -> str:
-    """An exact count with thousands separators: 16,777,216."""
+    """An exact count grouped as the reader's language groups it: 16,777,216 in English,
+    16.777.216 in Spanish."""
     if value is None:
         return "—"
-    return f"{value:,}" if isinstance(value, int) else f"{float(value):,.0f}"
+    return i18n.format_number(value if isinstance(value, int) else float(value), 0)
 
 
 SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
@@ -61,9 +65,23 @@ environment = Environment(
     autoescape=select_autoescape(default=True),
     extensions=["jinja2.ext.i18n"],
 )
-environment.install_null_translations(newstyle=True)  # type: ignore[attr-defined]
-environment.filters.update(
-    fmt=fmt, fmt_vector=fmt_vector, json_data=json_data, fmt_int=fmt_int, fmt_si=fmt_si
+environment.install_gettext_callables(  # type: ignore[attr-defined]
+    i18n.gettext, i18n.ngettext, newstyle=True
 )
-environment.globals.update(nav=NAV, plotly_url=PLOTLY_URL, static_url=static_url)
-templates = Jinja2Templates(env=environment)
+environment.filters.update(
+    fmt=fmt,
+    fmt_vector=fmt_vector,
+    json_data=json_data,
+    fmt_int=fmt_int,
+    fmt_si=fmt_si,
+    number=i18n.format_number,
+)
+environment.globals.update(
+    nav=NAV,
+    plotly_url=PLOTLY_URL,
+    static_url=static_url,
+    locales=i18n.LOCALES,
+    url=url,
+    hidden=hidden,
+)
+templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

@@ -29,6 +29,7 @@ from app.figures import (
     log_log_lines,
     thumbnail,
 )
+from app.i18n import N_, format_number, gettext
 from app.labstate import LABELS, MAX_GRID_WIDTH, LabPage, encode, number_text
 from app.model_store import MODEL_SHAPE
 from app.nav import NAV
@@ -95,11 +96,12 @@ def masked_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[
     """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
     scaled = np.asarray(result["scaled"], dtype=float)
     allowed = np.asarray(result["allowed"], dtype=bool)
+    visible, hidden = gettext("visible"), gettext("hidden by the mask")
     return [
         [
-            f"{ti} → {tj}: {fmt(scaled[i, j])} + 0 = {fmt(scaled[i, j])} (visible)"
+            f"{ti} → {tj}: {fmt(scaled[i, j])} + 0 = {fmt(scaled[i, j])} ({visible})"
             if allowed[i, j]
-            else f"{ti} → {tj}: {fmt(scaled[i, j])} + (−∞) = −∞ (hidden by the mask)"
+            else f"{ti} → {tj}: {fmt(scaled[i, j])} + (−∞) = −∞ ({hidden})"
             for j, tj in enumerate(tokens)
         ]
         for i, ti in enumerate(tokens)
@@ -115,17 +117,18 @@ def weight_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[
     for i, ti in enumerate(tokens):
         visible = np.flatnonzero(allowed[i])
         if visible.size == 0:
-            rows.append([f"{ti} sees no key: its weights are all 0" for _ in tokens])
+            none = gettext("%(query)s sees no key: its weights are all 0") % {"query": ti}
+            rows.append([none for _ in tokens])
             continue
         if visible.size <= 4:
             total = "(" + " + ".join(f"e^{fmt(scaled[i, j])}" for j in visible) + ")"
         else:
-            total = f"Σ over its {visible.size} visible keys"
+            total = gettext("Σ over its %(n)d visible keys") % {"n": visible.size}
         rows.append(
             [
                 f"{ti} → {tj}: e^{fmt(scaled[i, j])} / {total} = {fmt(weights[i, j])}"
                 if allowed[i, j]
-                else f"{ti} → {tj}: hidden key, weight 0"
+                else f"{ti} → {tj}: " + gettext("hidden key, weight 0")
                 for j, tj in enumerate(tokens)
             ]
         )
@@ -190,6 +193,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
     full = n <= FULL_TABLES_UP_TO
     by = scale_label(result)
     dots = dot_hover(result, tokens) if hover else None
+    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query["token"]}
 
     def square(name: str, caption: str) -> dict[str, Any]:
         rows = slice(None) if full else slice(i, i + 1)
@@ -204,7 +208,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
             "name": "scores",
             "title": "Q·Kᵀ",
             "fig": heatmap(result["scores"], tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
-            "table": square("scores", "Q·Kᵀ: query rows, key columns"),
+            "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
         },
         {
             "name": "scaled",
@@ -226,12 +230,12 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 result["scaled"],
                 tokens,
                 tokens,
-                "+ M (grey = hidden, −∞)",
+                gettext("+ M (grey = hidden, −∞)"),
                 "diverging",
                 hover=masked_hover(result, tokens) if hover else None,
                 hidden=~allowed,
             ),
-            "table": square("masked", "Q·Kᵀ ÷ √d_k + M (−∞ where hidden)"),
+            "table": square("masked", gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)")),
         },
         {
             "name": "weights",
@@ -240,30 +244,35 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 result["weights"],
                 tokens,
                 tokens,
-                "softmax weights (grey = hidden, 0)",
+                gettext("softmax weights (grey = hidden, 0)"),
                 hover=weight_hover(result, tokens) if hover else None,
                 hidden=~allowed,
                 hidden_text="0",
             ),
-            "table": square("weights", "Softmax weights: each row sums to 1 (0 if it sees no key)"),
+            "table": square(
+                "weights", gettext("Softmax weights: each row sums to 1 (0 if it sees no key)")
+            ),
         },
         {
             "name": "weighted",
-            "title": f"weight × V for “{query['token']}”",
+            "title": weighted_title,
             "fig": heatmap(
                 weighted,
                 dims,
                 tokens,
-                f"weight × V for “{query['token']}”",
+                weighted_title,
                 "diverging",
-                x_title="value dimension",
-                y_title="key",
+                x_title=gettext("value dimension"),
+                y_title=gettext("key"),
                 hover=weighted_hover(query, v) if hover else None,
                 hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
                 hidden_text="0",
             ),
             "table": _table(
-                weighted, tokens, dims, f"weight_j × v_j for the query “{query['token']}”"
+                weighted,
+                tokens,
+                dims,
+                gettext("weight_j × v_j for the query “%(token)s”") % {"token": query["token"]},
             ),
         },
         {
@@ -273,13 +282,13 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 result["output"],
                 dims,
                 tokens,
-                "output = weights · V",
+                gettext("output = weights · V"),
                 "diverging",
-                x_title="output dimension",
+                x_title=gettext("output dimension"),
                 hover=output_hover(result, tokens) if hover else None,
             ),
             "table": _table(
-                result["output"], tokens, dims, "Output = weights · V, one row per token"
+                result["output"], tokens, dims, gettext("Output = weights · V, one row per token")
             ),
         },
     ]
@@ -311,33 +320,37 @@ def _preset(tokens: str, **rest: Any) -> str:
 
 
 PRESETS: list[tuple[str, str, str]] = [
-    ("Worked example", "/", "“The cat sleeps”, causal: the numbers of the worked example."),
     (
-        "Repeated tokens",
+        N_("Worked example"),
+        "/",
+        N_("“The cat sleeps”, causal: the numbers of the worked example."),
+    ),
+    (
+        N_("Repeated tokens"),
         _preset("the cat saw the cat", mask="bidirectional", query=3),
-        "Equal words get equal rows when nothing marks their position.",
+        N_("Equal words get equal rows when nothing marks their position."),
     ),
     (
-        "Padded sequence",
+        N_("Padded sequence"),
         _preset("Hello world <pad> <pad>", mask="bidirectional", pad="2,3", query=1),
-        "Two padding tokens that no query may look at.",
+        N_("Two padding tokens that no query may look at."),
     ),
     (
-        "Sliding window",
+        N_("Sliding window"),
         _preset("one two three four five six seven eight", mask="window", window=3, query=7),
-        "Each token sees itself and the two tokens before it.",
+        N_("Each token sees itself and the two tokens before it."),
     ),
     (
-        "Longer sentence (n = 32)",
+        N_("Longer sentence (n = 32)"),
         _preset(LONG_SENTENCE, mask="causal", query=31),
-        "Thirty-two tokens with generated vectors: a strip too big for printed values.",
+        N_("Thirty-two tokens with generated vectors: a strip too big for printed values."),
     ),
 ]
 MASK_MODES = [
-    ("causal", "Causal (a decoder)"),
-    ("bidirectional", "Bidirectional (an encoder)"),
-    ("window", "Sliding window"),
-    ("custom", "Custom pattern"),
+    ("causal", N_("Causal (a decoder)")),
+    ("bidirectional", N_("Bidirectional (an encoder)")),
+    ("window", N_("Sliding window")),
+    ("custom", N_("Custom pattern")),
 ]
 PATTERN_UP_TO = 16  # the custom pattern is edited by clicking n × n cells
 REFERENCE_LENGTH = 4096  # the cost panel's comparison, as in the worked example's table
@@ -393,10 +406,10 @@ def cost_panel(n: int) -> dict[str, Any]:
     """One head's score matrix now and at 4,096 tokens (one source: app/cost.py)."""
     return {
         "n": n,
-        "entries": f"{score_entries(n):,}",
+        "entries": format_number(score_entries(n)),
         "size": binary_size(score_bytes(n)).text,
-        "reference": f"{REFERENCE_LENGTH:,}",
-        "reference_entries": f"{score_entries(REFERENCE_LENGTH):,}",
+        "reference": format_number(REFERENCE_LENGTH),
+        "reference_entries": format_number(score_entries(REFERENCE_LENGTH)),
         "reference_size": binary_size(score_bytes(REFERENCE_LENGTH)).text,
         "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
     }
@@ -495,9 +508,10 @@ def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
     g = max(d for d in range(1, min(wanted, h) + 1) if h % d == 0)
     note = None
     if g != wanted:
-        note = (
-            f"{wanted} key/value heads cannot be shared evenly by {h} query heads; showing g = {g}."
-        )
+        note = gettext(
+            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query heads; "
+            "showing g = %(g)s."
+        ) % {"wanted": wanted, "h": h, "g": g}
     return form.model_copy(
         update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}
     ), note
@@ -506,12 +520,15 @@ def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
 def heads_request(form: HeadsForm) -> HeadsRequest:
     tokens = form.text.split()
     if not tokens:
-        raise InputError(("text",), "text is empty; type at least one word to have tokens")
+        raise InputError(("text",), gettext("text is empty; type at least one word to have tokens"))
     if len(tokens) > HEADS_PAGE_MAX_TOKENS:
         raise InputError(
             ("text",),
-            f"text has {len(tokens)} tokens but this page shows at most "
-            f"{HEADS_PAGE_MAX_TOKENS}; shorten it (the API takes more)",
+            gettext(
+                "text has %(n)s tokens but this page shows at most %(max)s; shorten it "
+                "(the API takes more)"
+            )
+            % {"n": len(tokens), "max": HEADS_PAGE_MAX_TOKENS},
         )
     return HeadsRequest(
         tokens=tokens,
@@ -547,16 +564,21 @@ def heads_figures(result: dict[str, Any], selected: int) -> dict[str, Any]:
     concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
     return {
         "thumbs": [
-            thumbnail(heatmap(s["weights"], tokens, tokens, ""), f"head {i} · KV {s['kv_head']}")
+            thumbnail(
+                heatmap(s["weights"], tokens, tokens, ""),
+                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s["kv_head"]},
+            )
             for i, s in enumerate(result["heads"])
         ],
         "view": head_stages(one),
-        "concat": matrix_figure(result["concat"], tokens, "concat (n × h·d_head)", "head · column"),
+        "concat": matrix_figure(
+            result["concat"], tokens, "concat (n × h·d_head)", gettext("head · column")
+        ),
         "w_o": matrix_figure(
-            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", "model dimension"
+            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", gettext("model dimension")
         ),
         "output": matrix_figure(
-            result["output"], tokens, "output = concat · W_O", "model dimension"
+            result["output"], tokens, gettext("output = concat · W_O"), gettext("model dimension")
         ),
     }
 
@@ -568,15 +590,21 @@ def scaling_figures(curves: dict[str, list]) -> dict[str, dict[str, Any]]:
     def pair(measure: str, title: str, y_title: str) -> dict[str, Any]:
         series = [
             Series("÷ √d_k", curves[f"scaled_{measure}"]),
-            Series("raw Q·K", curves[f"raw_{measure}"], dash="dash"),
+            Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
         ]
         return log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
 
     return {
-        "score_std": pair("score_std", "Spread of the scores", "standard deviation"),
-        "max_weight": pair("max_weight", "Largest weight in a row", "mean of row maxima"),
-        "entropy_bits": pair("entropy_bits", "Entropy of a softmax row", "bits"),
-        "gradient": pair("gradient", "Gradient that reaches the scores", "mean ‖∂p/∂s‖"),
+        "score_std": pair(
+            "score_std", gettext("Spread of the scores"), gettext("standard deviation")
+        ),
+        "max_weight": pair(
+            "max_weight", gettext("Largest weight in a row"), gettext("mean of row maxima")
+        ),
+        "entropy_bits": pair("entropy_bits", gettext("Entropy of a softmax row"), "bits"),
+        "gradient": pair(
+            "gradient", gettext("Gradient that reaches the scores"), gettext("mean ‖∂p/∂s‖")
+        ),
     }
 
 
@@ -673,8 +701,8 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
         "grid": heatmap_grid(
             weights,
             tokens,
-            [f"layer {i}" for i in range(model["layers"])],
-            [f"head {i}" for i in range(model["heads"])],
+            [gettext("layer %(i)s") % {"i": i} for i in range(model["layers"])],
+            [gettext("head %(h)s") % {"h": i} for i in range(model["heads"])],
             selected,
         ),
         "strongest": strongest_keys(weights, tokens),
@@ -689,7 +717,9 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
         {
             "name": name,
             "title": title,
-            "fig": heatmap(shown[name], dims, tokens, title, "diverging", x_title="dimension"),
+            "fig": heatmap(
+                shown[name], dims, tokens, title, "diverging", x_title=gettext("dimension")
+            ),
             "table": _table(shown[name], tokens, dims, title),
         }
         for name, title in PROJECTIONS.items()

@@ -17,13 +17,32 @@
     ? function (job) { window.requestIdleCallback(job, { timeout: 300 }); }
     : function (job) { window.setTimeout(function () { job(null); }, 50); };
 
+  // Presenter mode (body.present): white on black, big labels, tall plots, thick cell borders.
+  function presenting() {
+    return document.body.classList.contains("present");
+  }
+
   function themed(layout) {
-    const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
-    const ink = dark ? "#e8e8e8" : "#1d1d1f";
+    const present = presenting();
+    const dark = present || window.matchMedia("(prefers-color-scheme: dark)").matches;
+    const ink = present ? "#ffffff" : dark ? "#e8e8e8" : "#1d1d1f";
+    const font = Object.assign({ color: ink }, layout.font || {}, present ? { size: 20 } : {});
     return Object.assign({}, layout, {
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: dark ? "#3a3a3a" : "#d9d9d9",
-      font: Object.assign({ color: ink }, layout.font || {}),
+      font: font,
+    }, present ? {
+      height: Math.max(layout.height || 0, 460) + 50,
+      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 50 }),
+    } : {});
+  }
+
+  function traces(data) {
+    if (!presenting()) return data;
+    return data.map(function (trace) {
+      return trace.type !== "heatmap" ? trace : Object.assign({}, trace, {
+        xgap: 4, ygap: 4, textfont: { size: 22 }, colorbar: { thickness: 24, len: 0.9 },
+      });
     });
   }
 
@@ -34,7 +53,7 @@
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
     const fig = JSON.parse(text);
-    window.Plotly.react(el, fig.data, themed(fig.layout), CONFIG);
+    window.Plotly.react(el, traces(fig.data), themed(fig.layout), CONFIG);
   }
 
   function near(el) {

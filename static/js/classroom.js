@@ -1,0 +1,88 @@
+// Classroom mode on every page. The server renders each mode (the URL carries it); this file
+// follows links on keys, flips the "controls shown" class in presenter mode, and keeps the
+// view (language, presenter mode, embed, lesson: <body data-carry>) in the URLs that page
+// scripts write to the address bar or fetch, as the server keeps it in links and forms.
+//   p        presenter mode on or off (follows the header's button)
+//   c        in presenter mode: show or tuck away the editing controls
+//   ← and →  previous / next step where the page has rel="prev" / rel="next" links
+"use strict";
+
+(function () {
+  const carry = new URLSearchParams(document.body.dataset.carry || "");
+
+  function withCarry(url) {
+    const target = new URL(String(url), window.location.href);
+    if (target.origin !== window.location.origin) return url;
+    carry.forEach(function (value, name) {
+      if (!target.searchParams.has(name)) target.searchParams.append(name, value);
+    });
+    return target.pathname + target.search + target.hash;
+  }
+
+  if (carry.toString()) {
+    ["pushState", "replaceState"].forEach(function (name) {
+      const original = window.history[name].bind(window.history);
+      window.history[name] = function (state, title, url) {
+        return original(state, title, url == null ? url : withCarry(url));
+      };
+    });
+    const originalFetch = window.fetch.bind(window);
+    window.fetch = function (input, init) {
+      return originalFetch(typeof input === "string" ? withCarry(input) : input, init);
+    };
+  }
+
+  function typing(event) {
+    const el = event.target;
+    return el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);
+  }
+
+  function follow(selector) {
+    const link = document.querySelector(selector);
+    if (link) window.location.assign(link.href);
+  }
+
+  function toggleControls() {
+    const button = document.querySelector("[data-controls-toggle]");
+    if (!button) return;
+    const open = document.body.classList.toggle("controls-open");
+    button.setAttribute("aria-expanded", String(open));
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event)) return;
+    if (event.key === "p" || event.key === "P") follow("[data-present-toggle]");
+    else if (event.key === "c" || event.key === "C") toggleControls();
+    else if (event.target.closest(".table-scroll")) return;  // arrows scroll a wide table
+    else if (event.key === "ArrowLeft") follow("a[rel~='prev']");
+    else if (event.key === "ArrowRight") follow("a[rel~='next']");
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const button = document.querySelector("[data-controls-toggle]");
+    // Only where presenter mode tucked something away (the same selector as app.css).
+    if (button && document.querySelector("main form:not([data-keep]), main .controls")) {
+      button.hidden = false;
+      button.addEventListener("click", toggleControls);
+    }
+    // A page that updates itself (the lab) keeps its state in the address bar: the lesson
+    // link is made from that, not from the state the page was first served with.
+    const maker = document.querySelector(".lesson-maker form");
+    if (maker) {
+      maker.addEventListener("submit", function () {
+        maker.querySelectorAll("input[type=hidden]").forEach(function (el) { el.remove(); });
+        new URLSearchParams(window.location.search).forEach(function (value, name) {
+          if (name.indexOf("lesson") === 0) return;
+          const input = document.createElement("input");
+          input.type = "hidden";
+          input.name = name;
+          input.value = value;
+          maker.prepend(input);
+        });
+      });
+    }
+    document.querySelectorAll("[data-select-on-focus]").forEach(function (input) {
+      input.addEventListener("focus", function () { input.select(); });
+    });
+  });
+})();

@@ -1,0 +1,164 @@
+"""Classroom mode in a real browser: presenter mode on a 1280×720 projector, the walk-through
+and its keys, lesson links, the embed view inside an iframe, and the Spanish pages."""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import axe_violations, save_screenshot
+
+PROJECTOR = {"width": 1280, "height": 720}
+
+
+def press(page: Page, key: str) -> None:
+    """A key that follows a link: pressed once this page's scripts listen, and waited for
+    until the next page has loaded its own."""
+    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+def pixels(page: Page, selector: str, prop: str) -> float:
+    value = page.eval_on_selector(selector, f"el => getComputedStyle(el)['{prop}']")
+    return float(value.removesuffix("px"))
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [("lab", "/"), ("walkthrough", "/walkthrough?step=weights")],
+)
+def test_presenter_mode_on_a_projector(page: Page, name: str, path: str) -> None:
+    page.set_viewport_size(PROJECTOR)
+    page.goto(path + ("&" if "?" in path else "?") + "present=1")
+    expect(page.locator("body")).to_have_class(re.compile(r"\bpresent\b"))
+    assert pixels(page, "body", "fontSize") >= 24  # 150 % type
+    assert page.eval_on_selector("body", "el => getComputedStyle(el).backgroundColor") == (
+        "rgb(0, 0, 0)"
+    )
+    if name != "lessons":
+        plot = page.locator(".plot .main-svg").first
+        expect(plot).to_be_visible()
+        assert plot.bounding_box()["height"] >= 440  # thick cells, readable from the back
+    save_screenshot(page, f"presenter-{name}-1280x720")
+    assert axe_violations(page) == []
+
+
+def test_p_key_toggles_presenter_mode_and_c_shows_the_controls(page: Page) -> None:
+    page.set_viewport_size(PROJECTOR)
+    page.goto("/lessons")
+    press(page, "p")
+    expect(page).to_have_url(re.compile(r"present=1"))
+    expect(page.locator("body")).to_have_class("present")
+    page.goto("/?present=1")
+    controls = page.locator("main form:not([data-keep])").first
+    tucked = controls.bounding_box()["height"]
+    page.locator("h1").click()  # focus away from any form
+    page.keyboard.press("c")
+    expect(page.locator("body")).to_have_class(re.compile(r"controls-open"))
+    assert controls.bounding_box()["height"] > tucked
+    press(page, "p")
+    expect(page).not_to_have_url(re.compile(r"present="))
+
+
+def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
+    page.goto("/walkthrough?predict=1")
+    heading = page.locator("#step-title")
+    expect(heading).to_contain_text("Step 1 of 8")
+    for number in range(2, 7):
+        press(page, "ArrowRight")
+        expect(heading).to_contain_text(f"Step {number} of 8")
+    expect(page).to_have_url(re.compile(r"step=weights"))
+    expect(page.locator(".guess-form")).to_be_visible()
+    expect(page.locator("#walk-weights")).to_have_count(0)  # held back
+    page.fill("#guess", "0.6")
+    page.click(".guess-form button[type=submit]")
+    expect(page.locator("#guess-result")).to_contain_text("the weight is 0.670")
+    expect(page.locator("#guess-result")).to_contain_text("Close.")
+    expect(page.locator("[data-figure='walk-weights'] .main-svg").first).to_be_visible()
+    page.locator("h1").click()  # keys act when no field has the focus
+    press(page, "ArrowLeft")
+    expect(heading).to_contain_text("Step 5 of 8")
+    expect(page).to_have_url(re.compile(r"predict=1"))
+    for _ in range(3):
+        press(page, "ArrowRight")
+    expect(heading).to_contain_text("Step 8 of 8")
+    expect(page.locator("#walk-query-output")).to_have_text("[0.83, −0.34]")
+
+
+def test_builtin_lesson_link_restores_its_state(page: Page) -> None:
+    page.goto("/lessons?present=1")
+    page.locator("#lesson-sliding-window h2 a").click()
+    expect(page.locator(".lesson-banner")).to_contain_text("A sliding window")
+    expect(page.locator("#mask-window")).to_be_checked()
+    expect(page.locator("#window")).to_have_value("3")
+    expect(page.locator("body")).to_have_class("present")  # the view came along
+    page.locator("#walk-link").click()  # the same head, step by step
+    expect(page.locator("#step-title")).to_contain_text("Step 1 of 8")
+    expect(page).to_have_url(re.compile(r"window=3.*present=1"))
+    page.go_back()
+    page.locator(".lesson-banner a", has_text="Close the lesson").click()
+    expect(page.locator(".lesson-banner")).to_have_count(0)
+    expect(page.locator("#window")).to_have_value("3")
+
+
+def test_a_lesson_link_keeps_live_edits(page: Page) -> None:
+    page.goto("/?present=1")
+    page.locator("#tokens").fill("a b c d")
+    expect(page).to_have_url(re.compile(r"tokens=a\+b\+c\+d.*present=1"))  # live update
+    page.locator(".lesson-maker summary").click()
+    page.fill("#lesson-title", "Four tokens")
+    page.click(".lesson-maker button[type=submit]")
+    expect(page.locator(".lesson-banner")).to_contain_text("Four tokens")
+    expect(page.locator("#tokens")).to_have_value("a b c d")
+    expect(page).to_have_url(re.compile(r"present=1"))
+
+
+def test_teacher_makes_a_lesson_link_that_restores_the_view(page: Page) -> None:
+    page.goto("/walkthrough?step=masked&lang=es")
+    page.locator(".lesson-maker summary").click()
+    page.fill("#lesson-title", "Who sees whom")
+    page.fill("#lesson-text", "Count the grey cells in each row.")
+    page.click(".lesson-maker button[type=submit]")
+    expect(page.locator(".lesson-banner")).to_contain_text("Who sees whom")
+    link = page.locator(".lesson-share input").input_value()
+    page.goto("/")  # somewhere else, then the link a student gets
+    page.goto(link)
+    expect(page.locator(".lesson-banner")).to_contain_text("Count the grey cells in each row.")
+    expect(page.locator("#step-title")).to_contain_text("Paso 5 de 8")  # state and language
+
+
+def test_embed_view_inside_an_iframe(page: Page) -> None:
+    page.goto("/embed?src=/walkthrough?step=scores")
+    code = page.locator("#embed-code").input_value()
+    assert '<iframe src="http://127.0.0.1:' in code
+    assert "step=scores&amp;embed=1" in code
+    frame = page.frame_locator("iframe.embed-preview")
+    expect(frame.locator("#step-title")).to_contain_text("Step 3 of 8")
+    expect(frame.locator(".site-header")).to_have_count(0)
+    expect(frame.locator(".site-footer")).to_have_count(0)
+    expect(frame.locator("body")).to_have_class("embed")
+    expect(frame.locator("[data-figure='walk-scores'] .main-svg").first).to_be_visible()
+    save_screenshot(page, "embed-preview")
+
+
+def test_spanish_page_and_the_language_switch(page: Page) -> None:
+    page.set_extra_http_headers({"Accept-Language": "es-ES,es;q=0.9"})
+    page.goto("/walkthrough?step=weights")
+    expect(page.locator("html")).to_have_attribute("lang", "es")
+    expect(page.locator("#step-title")).to_contain_text("Paso 6 de 8")
+    expect(page.locator(".site-header")).to_contain_text("Modo presentación")
+    assert axe_violations(page) == []
+    page.locator(".lang-switch a", has_text="English").click()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("#step-title")).to_contain_text("Step 6 of 8")
+    press(page, "ArrowRight")  # the chosen language is kept from page to page
+    expect(page.locator("#step-title")).to_contain_text("Step 7 of 8")
+
+
+def test_spanish_in_presenter_mode_is_axe_clean(page: Page) -> None:
+    page.set_viewport_size(PROJECTOR)
+    page.goto("/?lang=es&present=1&lesson=worked-example")
+    expect(page.locator("h1")).to_contain_text("Una cabeza de atención")
+    save_screenshot(page, "presenter-lab-es-1280x720")
+    assert axe_violations(page) == []

@@ -24,10 +24,11 @@ import http.client
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -97,6 +98,9 @@ def lab_url(n: int) -> str:
     return "/?" + urlencode({"tokens": tokens, "d_model": 4, "d_k": 4, "d_v": 4, "mask": "causal"})
 
 
+ALL_DRAWN = "() => !!window.AttentionLab && window.AttentionLab.pendingFigures() === 0"
+
+
 def cpu_seconds() -> float:
     """User + system CPU time of every process this benchmark started (server, chromium)."""
     parents: dict[int, list[int]] = {}
@@ -119,13 +123,22 @@ def cpu_seconds() -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def wait_until_drawn(page: Page, seconds: float = 30) -> None:
+    """Poll with evaluate: wait_for_function evaluates with eval, which the app's CSP refuses."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(ALL_DRAWN):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the lab's heatmaps were not drawn within {seconds} s")
+        page.wait_for_timeout(20)
+
+
 def edit_to_redraw(browser: Browser, base: str, n: int) -> tuple[float, float, float]:
     """Median ms until the screen shows the new results, until every heatmap does, and the
     CPU ms one edit costs."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
     page = context.new_page()
     page.goto(lab_url(n))
-    page.wait_for_function("window.AttentionLab && window.AttentionLab.pendingFigures() === 0")
+    wait_until_drawn(page)
     page.evaluate(TIME_ONE_EDIT, "0.1")  # warm up: the first redraw builds plotly's state
     cpu_before = cpu_seconds()
     times = [page.evaluate(TIME_ONE_EDIT, f"{0.2 + k / 100:.2f}") for k in range(EDITS)]

@@ -30,9 +30,8 @@ from math import ceil
 
 import numpy as np
 
-from app import attention as att
-from app import positional as pos
 from app.cost import score_entries
+from app.math.decoding import DecodeStep, Decoding, KVCache, decode  # noqa: F401 (moved there)
 
 # A mask given tile by tile: (query positions (b_q,), key positions (b_k,)) → (b_q, b_k) bool.
 TileMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -248,103 +247,3 @@ def decode_counts(n: int, d_k: int, d_v: int) -> DecodeCounts:
         total_uncached=n * (n + 1) * (2 * n + 1) // 6,
         cache_entries=n * (d_k + d_v),
     )
-
-
-# ---------------------------------------------------------------- cached decoding
-
-
-class KVCache:
-    """Keys and values of the tokens seen so far, one row per token, grown by append."""
-
-    def __init__(self, capacity: int, d_k: int, d_v: int) -> None:
-        self._k = np.zeros((capacity, d_k))
-        self._v = np.zeros((capacity, d_v))
-        self.length = 0
-
-    def append(self, k: np.ndarray, v: np.ndarray) -> None:
-        """Add rows (t, d_k) and (t, d_v); rows already cached never change."""
-        stop = self.length + k.shape[0]
-        self._k[self.length : stop], self._v[self.length : stop] = k, v
-        self.length = stop
-
-    @property
-    def k(self) -> np.ndarray:
-        return self._k[: self.length]  # (length, d_k)
-
-    @property
-    def v(self) -> np.ndarray:
-        return self._v[: self.length]  # (length, d_v)
-
-
-@dataclass(frozen=True)
-class DecodeStep:
-    """One generated token t: its single query row against the t + 1 cached keys."""
-
-    position: int  # t
-    q: np.ndarray  # (d_k,) x_t · W_Q
-    k: np.ndarray  # (d_k,) x_t · W_K, the row appended to the K cache
-    v: np.ndarray  # (d_v,) x_t · W_V, the row appended to the V cache
-    stages: att.HeadStages  # one query row against the cache: scores (1, t + 1) ...
-
-    @property
-    def cache_length(self) -> int:
-        return self.position + 1
-
-    @property
-    def dots_cached(self) -> int:
-        """Dot products this step: the new query with every cached key."""
-        return self.cache_length
-
-    @property
-    def dots_uncached(self) -> int:
-        """Dot products to recompute the whole (t + 1) × (t + 1) matrix without a cache."""
-        return self.cache_length**2
-
-
-@dataclass(frozen=True)
-class Decoding:
-    prefill: att.HeadStages  # the first p tokens at once: (p, p) scores, (p, d_v) output
-    steps: list[DecodeStep]
-
-    @property
-    def output(self) -> np.ndarray:
-        """Prefill rows, then one row per generated token: (n, d_v)."""
-        rows = [s.stages.output for s in self.steps]
-        return np.vstack([self.prefill.output, *rows])
-
-
-def decode(
-    x: np.ndarray,
-    w_q: np.ndarray,
-    w_k: np.ndarray,
-    w_v: np.ndarray,
-    allowed: np.ndarray,
-    prompt: int,
-    scale: bool = True,
-    positional: pos.Positional = "none",
-) -> Decoding:
-    """Prefill x[:prompt] as one block, then decode x[prompt:] one token at a time.
-
-    `allowed` must be causal (no key after its query): only then are the cached rows of K
-    and V, and the outputs already produced, unaffected by tokens that arrive later.
-    Position enters row by row (x_t + PE(t), or q_t and k_t rotated by RoPE at t), so a
-    cached row never needs to change either.
-    """
-    if np.triu(allowed, k=1).any():
-        raise ValueError("cached decoding needs a causal mask: no query may see a later key")
-    n = x.shape[0]
-    x_in = pos.add_position(x, positional)  # (n, d_model): each row has its own position
-    cache = KVCache(n, w_k.shape[1], w_v.shape[1])
-    cache.append(pos.rotate(x_in[:prompt] @ w_k, positional), x_in[:prompt] @ w_v)
-    q = pos.rotate(x_in[:prompt] @ w_q, positional)  # (p, d_k)
-    prefill = att.attend(q, cache.k, cache.v, allowed[:prompt, :prompt], scale)  # (p, p) scores
-    steps = []
-    for t in range(prompt, n):
-        row = x_in[t : t + 1]  # (1, d_model): only the new token is projected
-        q_t = pos.rotate(row @ w_q, positional, start=t)  # (1, d_k)
-        k_t = pos.rotate(row @ w_k, positional, start=t)
-        v_t = row @ w_v  # (1, d_v)
-        cache.append(k_t, v_t)
-        stages = att.attend(q_t, cache.k, cache.v, allowed[t : t + 1, : t + 1], scale)
-        steps.append(DecodeStep(t, q_t[0], k_t[0], v_t[0], stages))  # scores: (1, t + 1)
-    return Decoding(prefill, steps)

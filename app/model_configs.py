@@ -5,9 +5,12 @@ page, under the names that file uses, and `read_config` reads layers, heads, key
 heads, head width, context and sliding window from them the way a runtime does: the head
 width is `head_dim` when the file states one (Gemma 2: 256, although hidden_size / heads =
 3584 / 16 = 224), else hidden_size / heads; `multi_query: true` means one key/value head;
-a `sliding_window` counts only when `use_sliding_window` is not false. What config.json
-leaves out (Falcon-7B's context, which of Gemma 2's layers are local) comes from the model
-card or paper named in `source`. Nothing is fetched at run time.
+a `sliding_window` counts only when `use_sliding_window` is not false. Multi-head latent
+attention (DeepSeek-V2) is read from `kv_lora_rank` and `qk_rope_head_dim`, and its query–key
+width is qk_nope_head_dim + qk_rope_head_dim. Which layers are local comes from the file's
+`layer_types` (gpt-oss) or `sliding_window_pattern` (Gemma 3: every 6th layer is global), and
+what config.json leaves out (Falcon-7B's context, Gemma 2's local layers) from the model card or
+paper named in `source`. Nothing is fetched at run time.
 """
 
 from collections.abc import Mapping
@@ -63,7 +66,18 @@ class ModelPreset:
 
     @property
     def head_dim(self) -> int:
+        if "qk_nope_head_dim" in self.config:  # MLA: queries and keys are nope + rope wide
+            return int(self.config["qk_nope_head_dim"]) + self.rope_head_dim
         return int(self.config.get("head_dim", self.hidden_size // self.heads))
+
+    @property
+    def kv_lora_rank(self) -> int | None:
+        rank = self.config.get("kv_lora_rank")
+        return None if rank is None else int(rank)
+
+    @property
+    def rope_head_dim(self) -> int:
+        return int(self.config.get("qk_rope_head_dim", 0)) if self.kv_lora_rank else 0
 
     @property
     def max_context(self) -> int:
@@ -91,7 +105,14 @@ class ModelPreset:
         (window_layers None), so that overriding `layers` keeps every layer windowed."""
         some = self.window_layers if self.window_layers != self.layers else None
         return AttentionConfig(
-            self.layers, self.heads, self.kv_heads, self.head_dim, self.window, some
+            self.layers,
+            self.heads,
+            self.kv_heads,
+            self.head_dim,
+            self.window,
+            some,
+            kv_lora_rank=self.kv_lora_rank,
+            rope_head_dim=self.rope_head_dim,
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -107,6 +128,8 @@ class ModelPreset:
             "window": self.window,
             "window_layers": self.window_layers,
             "window_layer_indices": list(self.windowed_layer_indices),
+            "kv_lora_rank": self.kv_lora_rank,
+            "rope_head_dim": self.rope_head_dim if self.kv_lora_rank is not None else None,
             "attention": self.attention.kind,
             "decoder": self.decoder,
             "source": self.source,
@@ -297,6 +320,138 @@ PRESETS: tuple[ModelPreset, ...] = (
             "Multi-head attention with heads 3072 / 32 = 96 wide. The config sets a "
             "2,047-token sliding window on every layer; a runtime that ignores it keeps all "
             "4,096 tokens (clear the window field to see that size)."
+        ),
+    ),
+    ModelPreset(
+        id="gpt-oss-120b",
+        name="gpt-oss-120b",
+        window_layer_indices=tuple(range(0, 36, 2)),
+        source=(
+            "config.json of openai/gpt-oss-120b on the Hugging Face Hub (layer_types alternates "
+            "sliding_attention and full_attention, starting with sliding); OpenAI (2025), "
+            "gpt-oss-120b & gpt-oss-20b Model Card"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "head_dim": 64,
+            "hidden_size": 2880,
+            "max_position_embeddings": 131072,
+            "sliding_window": 128,
+        },
+        notes=N_(
+            "Layers alternate: the even-numbered ones (0, 2, …, 34) see only the last 128 "
+            "tokens, the odd ones the whole context. Past 128 tokens only the 18 global layers "
+            "grow the cache. head_dim is 64 although hidden_size / heads = 2880 / 64 = 45."
+        ),
+    ),
+    ModelPreset(
+        id="deepseek-v2",
+        name="DeepSeek-V2",
+        source=(
+            "config.json of deepseek-ai/DeepSeek-V2 on the Hugging Face Hub; DeepSeek-AI "
+            "(2024), DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts "
+            "Language Model (multi-head latent attention)"
+        ),
+        config={
+            "num_hidden_layers": 60,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "hidden_size": 5120,
+            "max_position_embeddings": 163840,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128,
+            "v_head_dim": 128,
+        },
+        notes=N_(
+            "Multi-head latent attention: each layer caches one compressed row of 512 numbers "
+            "and one shared RoPE key of 64 per token, 576 in all, instead of a K and a V row "
+            "for each of its 128 heads (2 × 128 × 128 = 32,768 numbers)."
+        ),
+    ),
+    ModelPreset(
+        id="gemma-3-27b",
+        name="Gemma-3-27B",
+        window_layer_indices=tuple(i for i in range(62) if (i + 1) % 6),
+        source=(
+            "text_config in config.json of google/gemma-3-27b-it on the Hugging Face Hub "
+            "(sliding_window_pattern 6); Gemma Team (2025), Gemma 3 Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 62,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 16,
+            "head_dim": 128,
+            "hidden_size": 5376,
+            "max_position_embeddings": 131072,
+            "sliding_window": 1024,
+            "sliding_window_pattern": 6,
+        },
+        notes=N_(
+            "Five local layers with a 1,024-token window for every global one: layers 5, 11, "
+            "…, 59 (10 of 62) see the whole context, the other 52 the last 1,024 tokens. "
+            "head_dim is 128 although hidden_size / heads = 5376 / 32 = 168."
+        ),
+    ),
+    ModelPreset(
+        id="qwen3-8b",
+        name="Qwen3-8B",
+        source=(
+            "config.json of Qwen/Qwen3-8B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
+            "Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "hidden_size": 4096,
+            "max_position_embeddings": 40960,
+        },
+        notes=N_(
+            "Qwen3 states head_dim outright (128). Here it happens to equal hidden_size / heads "
+            "= 4096 / 32; in Qwen3-4B it does not, so a calculator must read the field."
+        ),
+    ),
+    ModelPreset(
+        id="qwen3-4b",
+        name="Qwen3-4B",
+        source=(
+            "config.json of Qwen/Qwen3-4B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
+            "Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "hidden_size": 2560,
+            "max_position_embeddings": 40960,
+        },
+        notes=N_(
+            "head_dim is 128 although hidden_size / heads = 2560 / 32 = 80: a calculator that "
+            "divides would count 37.5% too little cache."
+        ),
+    ),
+    ModelPreset(
+        id="llama-3.1-8b",
+        name="Llama-3.1-8B",
+        source=(
+            "config.json of meta-llama/Llama-3.1-8B on the Hugging Face Hub; Llama Team "
+            "(2024), The Llama 3 Herd of Models"
+        ),
+        config={
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "hidden_size": 4096,
+            "max_position_embeddings": 131072,
+        },
+        notes=N_(
+            "The same attention as Llama-3-8B with a 131,072-token context: at full length one "
+            "sequence's cache is 16 GiB in bf16."
         ),
     ),
 )

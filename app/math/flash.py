@@ -366,23 +366,27 @@ def flash_attention(
 def counted_traffic(
     n: int, block_q: int, block_k: int, d_k: int, d_v: int, order: Order, causal: bool = False
 ) -> Traffic:
-    """The traffic of a run without running it, full or causal, summed block by block (a causal
-    tile [r0, r1) × [c0, c1) is visible when its last query r1 − 1 reaches its first key c0)."""
-    row_blocks, col_blocks = blocks(n, block_q), blocks(n, block_k)
-    reads = writes = skipped = 0
+    """The traffic of a run without running it, full or causal, block by block in numpy (fast
+    enough for a chart over n). Causal: tile [r0, r1) × [c0, c1) is visible when its last query
+    r1 − 1 reaches its first key c0, so row block i reads the key rows [0, ⌈r1 / B_c⌉·B_c) and
+    column block j meets the query rows from ⌊c0 / B_r⌋·B_r on."""
+    t_r, t_c = ceil(n / block_q), ceil(n / block_k)
+    r1 = np.minimum(np.arange(1, t_r + 1) * block_q, n)  # (T_r,) end of each row block
+    c0 = np.arange(t_c) * block_k  # (T_c,) start of each column block
     if order == "fa2":
-        for r0, r1 in row_blocks:
-            cols = [c for c in col_blocks if not causal or r1 - 1 >= c[0]]
-            skipped += len(col_blocks) - len(cols)
-            reads += (r1 - r0) * d_k if cols else 0
-            reads += sum(c1 - c0 for c0, c1 in cols) * (d_k + d_v)
-            writes += (r1 - r0) * (d_v + 1)
+        if causal:
+            visible_cols = (r1 - 1) // block_k + 1  # (T_r,)
+            key_rows = int(np.minimum(visible_cols * block_k, n).sum())
+            skipped = int(t_r * t_c - visible_cols.sum())
+        else:
+            key_rows, skipped = t_r * n, 0
+        return Traffic(n * d_k + key_rows * (d_k + d_v), n * (d_v + 1), t_r * t_c, skipped)
+    if causal:
+        first_row_block = c0 // block_q  # (T_c,)
+        covered = int((n - first_row_block * block_q).sum())  # query rows met, all columns
+        skipped = int(first_row_block.sum())
     else:
-        writes = n * (d_v + 2)
-        for c0, c1 in col_blocks:
-            rows = [r for r in row_blocks if not causal or r[1] - 1 >= c0]
-            skipped += len(row_blocks) - len(rows)
-            covered = sum(r1 - r0 for r0, r1 in rows)
-            reads += ((c1 - c0) * (d_k + d_v) if rows else 0) + covered * (d_k + d_v + 2)
-            writes += covered * (d_v + 2)
-    return Traffic(reads, writes, len(row_blocks) * len(col_blocks), skipped)
+        covered, skipped = t_c * n, 0
+    reads = n * (d_k + d_v) + covered * (d_k + d_v + 2)
+    writes = n * (d_v + 2) + covered * (d_v + 2)
+    return Traffic(reads, writes, t_r * t_c, skipped)

@@ -23,8 +23,8 @@ from typing import Literal
 
 import numpy as np
 
-from app import attention as att
-from app import positional as pos
+from app.math import attention as att
+from app.math import positional as pos
 
 Policy = Literal["full", "window", "sinks"]
 POLICIES: tuple[Policy, ...] = ("full", "window", "sinks")

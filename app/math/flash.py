@@ -49,7 +49,7 @@ from typing import Literal
 
 import numpy as np
 
-from app.kernel import TileMask, blocks
+from app.math.kernel import TileMask, blocks
 
 Order = Literal["fa1", "fa2"]
 ORDERS: tuple[Order, ...] = ("fa1", "fa2")

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from app import attention as att
-from app import heads as mh
+from app.math import attention as att
 from app.math import decoding as dc
+from app.math import heads as mh
 
 EXACT = 1e-12
 values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)

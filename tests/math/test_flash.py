@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from app import attention as att
-from app import kernel as kn
+from app.math import attention as att
 from app.math import flash as fl
+from app.math import kernel as kn
 
 EXACT = 1e-12
 values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)

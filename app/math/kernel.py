@@ -1,37 +1,26 @@
-"""Memory-efficient exact attention, and decoding with a key/value cache, in pure numpy.
+"""What tiled attention and cached decoding share, and what they count, in pure numpy.
 
-Tiled attention with an online softmax (FlashAttention; loop order of FlashAttention-2,
-Dao 2023, Algorithm 1). Q is cut into blocks Q_i of b_q rows, K and V into blocks K_j, V_j
-of b_k rows. For each query block the kernel keeps, per row, a running maximum m, a running
-sum l and an unnormalised output O, and visits the key blocks one by one:
-
-    S_ij  = Q_i · K_jᵀ / √d_k            (b_q, b_k), −∞ where the mask hides a pair
-    m_new = max(m, rowmax(S_ij))
-    P_ij  = exp(S_ij − m_new)
-    l     = exp(m − m_new) · l + rowsum(P_ij)
-    O     = exp(m − m_new) · O + P_ij · V_j
-    m     = m_new
-
-and after the last key block writes the rows O / l. The result equals
-softmax(Q·Kᵀ / √d_k + M) · V exactly (up to rounding), yet no more than one b_q × b_k tile
-of scores exists at any moment. The arithmetic stays n² dot products.
-
-Cached decoding: after a prefill of the first p tokens, each new token t projects only its
-own row, appends k_t and v_t to the caches, and scores its single query against every cached
-key: t + 1 dot products instead of recomputing the (t + 1) × (t + 1) matrix. The causal mask
-is what makes this valid: no earlier row ever depends on a later token.
+Masks given tile by tile (so that a long sequence never needs an n × n array), the blocks a
+sequence is cut into, the map of scores a tiled walk has touched, and the closed-form counts
+of a long sequence: score entries held, dot products, and decoding with and without a cache.
+The two loop orders of tiled attention live in app/math/flash.py; decoding with a cache and
+its policies in app/math/decoding.py (re-exported here).
 
 Nothing here knows about the web.
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from math import ceil
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.math.cost import score_entries
 from app.math.decoding import DecodeStep, Decoding, KVCache, decode  # noqa: F401 (moved there)
+
+if TYPE_CHECKING:
+    from app.math.flash import TileStep
 
 # A mask given tile by tile: (query positions (b_q,), key positions (b_k,)) → (b_q, b_k) bool.
 TileMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -57,125 +46,10 @@ def blocks(n: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-# ---------------------------------------------------------------- tiled attention
+# ---------------------------------------------------------------- tiled walks (app/math/flash.py)
 
 
-@dataclass(frozen=True)
-class TileStep:
-    """One (query block, key block) step: what the kernel holds and how its state moves."""
-
-    index: int
-    query_block: tuple[int, int]  # rows [start, stop)
-    key_block: tuple[int, int]  # columns [start, stop)
-    allowed: np.ndarray  # (b_q, b_k) bool
-    skipped: bool  # every pair hidden: the kernel loads nothing and computes nothing
-    scores: np.ndarray  # (b_q, b_k) S_ij = Q_i·K_jᵀ / √d_k, −∞ where hidden
-    m_before: np.ndarray  # (b_q,) running row maximum before this tile (−∞ at first)
-    m: np.ndarray  # (b_q,)  after
-    rescale: np.ndarray  # (b_q,) exp(m_before − m): < 1 where m grew; 1 while m is −∞
-    p: np.ndarray  # (b_q, b_k) exp(S_ij − m), 0 where hidden
-    l_before: np.ndarray  # (b_q,) running sum of exp before
-    l: np.ndarray  # (b_q,)  after
-    o_before: np.ndarray  # (b_q, d_v) unnormalised output before
-    o: np.ndarray  # (b_q, d_v) after: rescale · o_before + P · V_j
-    output_rows: np.ndarray | None  # (b_q, d_v) O / l, on the last key block of the row block
-
-    @property
-    def score_entries(self) -> int:
-        """Score entries alive during this step: one tile (P overwrites S in place)."""
-        return 0 if self.skipped else self.scores.size
-
-    @property
-    def grew(self) -> np.ndarray:
-        """Rows whose running maximum rose in this step, so their partial sums shrank."""
-        return np.isfinite(self.m_before) & (self.m > self.m_before)  # (b_q,)
-
-
-def tiled_steps(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    mask: TileMask,
-    block_q: int,
-    block_k: int,
-    scale: bool = True,
-) -> Iterator[TileStep]:
-    """Every step of tiled attention in order: query blocks outside, key blocks inside."""
-    n, d_v = q.shape[0], v.shape[1]
-    scale_factor = float(np.sqrt(q.shape[-1])) if scale else 1.0
-    key_blocks = blocks(n, block_k)
-    index = 0
-    for r0, r1 in blocks(n, block_q):
-        rows = np.arange(r0, r1)
-        m = np.full(r1 - r0, -np.inf)  # (b_q,)
-        l = np.zeros(r1 - r0)  # (b_q,)
-        o = np.zeros((r1 - r0, d_v))  # (b_q, d_v)
-        for c0, c1 in key_blocks:
-            allowed = mask(rows, np.arange(c0, c1))  # (b_q, b_k)
-            skipped = not allowed.any()
-            if skipped:  # every pair hidden: nothing is loaded, the state stays as it was
-                s = np.full(allowed.shape, -np.inf)
-                m_new, l_new, o_new = m, l, o
-                p, rescale = np.zeros(allowed.shape), np.ones_like(m)
-            else:
-                s = np.where(allowed, q[r0:r1] @ k[c0:c1].T / scale_factor, -np.inf)  # (b_q, b_k)
-                m_new = np.maximum(m, s.max(axis=1))  # (b_q,)
-                # A row that has seen no visible key keeps m = −∞; measure it from 0 instead,
-                # so that exp(−∞ − (−∞)) never turns into NaN. Its p, l and o all stay 0.
-                shift = np.where(np.isfinite(m_new), m_new, 0.0)
-                p = np.exp(s - shift[:, None])  # (b_q, b_k), exp(−∞) = 0 where hidden
-                rescale = np.where(np.isfinite(m), np.exp(m - shift), 1.0)  # (b_q,)
-                l_new = rescale * l + p.sum(axis=1)
-                o_new = rescale[:, None] * o + p @ v[c0:c1]  # (b_q, d_v)
-            yield TileStep(
-                index=index,
-                query_block=(r0, r1),
-                key_block=(c0, c1),
-                allowed=allowed,
-                skipped=skipped,
-                scores=s,
-                m_before=m,
-                m=m_new,
-                rescale=rescale,
-                p=p,
-                l_before=l,
-                l=l_new,
-                o_before=o,
-                o=o_new,
-                output_rows=_normalise(o_new, l_new) if c1 == n else None,
-            )
-            index += 1
-            m, l, o = m_new, l_new, o_new
-
-
-def _normalise(o: np.ndarray, l: np.ndarray) -> np.ndarray:
-    """O / l per row; a row that saw no key (l = 0) is 0, never 0/0."""
-    return np.divide(o, l[:, None], out=np.zeros_like(o), where=l[:, None] > 0)
-
-
-def tiled_attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    mask: TileMask,
-    block_q: int,
-    block_k: int,
-    scale: bool = True,
-) -> np.ndarray:
-    """softmax(Q·Kᵀ / √d_k + M) · V computed tile by tile: the (n, d_v) output only."""
-    return assemble(tiled_steps(q, k, v, mask, block_q, block_k, scale), q.shape[0], v.shape[1])
-
-
-def assemble(steps: Iterable[TileStep], n: int, d_v: int) -> np.ndarray:
-    """The output rows written by these steps; rows not written yet stay 0."""
-    out = np.zeros((n, d_v))  # (n, d_v)
-    for step in steps:
-        if step.output_rows is not None:
-            out[slice(*step.query_block)] = step.output_rows
-    return out
-
-
-def touched_maps(steps: Iterable[TileStep], n: int) -> list[np.ndarray]:
+def touched_maps(steps: Iterable["TileStep"], n: int) -> list[np.ndarray]:
     """After each step, which score entries have been computed so far: (n, n) bool each."""
     touched = np.zeros((n, n), dtype=bool)
     maps = []

@@ -264,9 +264,21 @@ class TiledMemory(BaseModel):
     full_attention: TiledCountsResponse
 
 
+class TrafficCurve(BaseModel):
+    """Reads + writes of one head against n, for the chart."""
+
+    seq_len: list[int]
+    standard: list[int]
+    fa1: list[int]
+    fa2: list[int]
+    fa1_causal: list[int]
+    fa2_causal: list[int]
+
+
 class KernelResponse(InputsUsed):
     long_sequence: LongSequenceSpec
     long_sequences: list[LongSequenceResponse]
+    traffic_curve: TrafficCurve
 
 
 class TiledTraffic(BaseModel):

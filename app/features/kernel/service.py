@@ -55,7 +55,31 @@ def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
         tiled["decode"] = asdict(kn.decode_counts(n, spec.head_dim, spec.head_dim))
         tiled["traffic"] = long_traffic(n, spec.head_dim, spec.sram_elements)
         rows.append(tiled)
-    return {"long_sequence": spec.model_dump(), "long_sequences": rows}
+    return {
+        "long_sequence": spec.model_dump(),
+        "long_sequences": rows,
+        "traffic_curve": traffic_curve(spec.head_dim, spec.sram_elements),
+    }
+
+
+CURVE_LENGTHS = [2**e for e in range(8, 18)]  # 256 … 131,072 tokens
+
+
+def traffic_curve(d: int, sram: int) -> dict[str, Any]:
+    """Total elements moved (reads + writes) against n for one head of width d: standard
+    attention and both orders, full and causal, blocks from the on-chip memory M."""
+    b_r, b_c = fl.sram_blocks(sram, d)
+    curve: dict[str, Any] = {
+        "seq_len": CURVE_LENGTHS,
+        "standard": [fl.standard_traffic(n, d, d).total for n in CURVE_LENGTHS],
+    }
+    for order in fl.ORDERS:
+        for causal in (False, True):
+            name = order + ("_causal" if causal else "")
+            curve[name] = [
+                fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS
+            ]
+    return curve
 
 
 def long_traffic(n: int, d: int, sram: int) -> dict[str, Any]:

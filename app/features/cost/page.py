@@ -148,7 +148,7 @@ def _form_values(result: dict[str, Any]) -> dict[str, str]:
     values = {name: result.get(name) for name in FORM_FIELDS}
     values["dtype"] = result["dtype"] or "fp16"
     values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
-    values["kv_dtype"] = result["kv_dtype"] if result["kv_dtype"] in KV_DTYPES else ""
+    values["kv_dtype"] = result["kv_dtype_requested"]
     values["weight_bytes"] = result["weight_bytes"] or None
     values["sinks"] = result["sinks"] or None
     return {k: "" if v is None else str(v) for k, v in values.items()}

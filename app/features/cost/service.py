@@ -244,6 +244,7 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
             else None
         ),
         "kv_dtype": kv_dtype,
+        "kv_dtype_requested": query.kv_dtype,
         "kv_bytes_per_element": float(kv_b),
         "kv_bytes_per_element_exact": [kv_b.numerator, kv_b.denominator],
         "kv_elements_per_token_layer": cost.kv_elements_per_token_layer(

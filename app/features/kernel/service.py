@@ -1,6 +1,6 @@
 """Tiled exact attention and cached decoding of a lab state, with their counts."""
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from math import ceil
 from typing import Any
 
@@ -15,6 +15,40 @@ from app.math import flash as fl
 from app.math import kernel as kn
 from app.math.cost import score_bytes, storage_bytes
 from app.settings import Settings
+
+
+@dataclass(frozen=True)
+class TrafficCount:
+    """Elements read from and written to slow memory."""
+
+    reads: int
+    writes: int
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.writes
+
+
+@dataclass(frozen=True)
+class TiledTraffic:
+    """One run's traffic beside standard attention's (shared/API.md: tiled, standard, skipped)."""
+
+    order: str
+    tiled: TrafficCount
+    standard: TrafficCount
+    setup_writes: int  # fa1 writes O = 0, l = 0, m = −∞ before its first step
+    tiles: int
+    skipped_tiles: int
+
+
+@dataclass(frozen=True)
+class CacheUsed:
+    """The cache policy a decoding ran with, as the response states it."""
+
+    policy: str
+    window: int | None
+    sinks: int
+    capacity: int | None  # most positions ever held; None: grows without bound
 
 
 def default_block(n: int) -> int:
@@ -174,14 +208,14 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
         "blocks_from_sram": from_sram,
         "steps": [tile_step_fields(s, m) for s, m in zip(steps, maps, strict=True)],
         "logsumexp": flash.logsumexp,
-        "traffic": {
-            "order": req.order,
-            "tiled": {"reads": flash.traffic.reads, "writes": flash.traffic.writes},
-            "standard": {"reads": standard.reads, "writes": standard.writes},
-            "setup_writes": sum(t.elements for t in flash.setup),
-            "tiles": flash.traffic.tiles,
-            "skipped_tiles": flash.traffic.skipped_tiles,
-        },
+        "traffic": TiledTraffic(
+            order=req.order,
+            tiled=TrafficCount(flash.traffic.reads, flash.traffic.writes),
+            standard=TrafficCount(standard.reads, standard.writes),
+            setup_writes=sum(t.elements for t in flash.setup),
+            tiles=flash.traffic.tiles,
+            skipped_tiles=flash.traffic.skipped_tiles,
+        ),
         "output": output,
         "dense_output": dense.output,
         "max_abs_difference": float(np.abs(output - dense.output).max()),
@@ -265,12 +299,7 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
         "scale": inputs.scale,
         "forced_causal": not inputs.mask.causal,
         "prompt": prompt,
-        "cache": {
-            "policy": policy.policy,
-            "window": policy.window,
-            "sinks": policy.sinks,
-            "capacity": policy.capacity,
-        },
+        "cache": CacheUsed(policy.policy, policy.window, policy.sinks, policy.capacity),
         "policy_mask_difference": float(np.abs(decoding.output - matching.output).max()),
         "q": full.q,
         "k": full.k,

@@ -78,7 +78,7 @@ def so_far(result: dict[str, Any], s: int) -> dict[str, int]:
     steps = result["steps"][: s + 1]
     return {
         "reads": sum(step["elements_read"] for step in steps),
-        "writes": result["traffic"]["setup_writes"] + sum(st["elements_written"] for st in steps),
+        "writes": result["traffic"].setup_writes + sum(st["elements_written"] for st in steps),
     }
 
 
@@ -107,8 +107,7 @@ def traffic_view(result: dict[str, Any], s: int) -> dict[str, Any]:
     n, d_k, d_v = len(result["tokens"]), result["d_k"], result["d_v"]
     spec = result["long_sequence"]
     traffic = result["traffic"]
-    tiled_total = traffic["tiled"]["reads"] + traffic["tiled"]["writes"]
-    standard_total = traffic["standard"]["reads"] + traffic["standard"]["writes"]
+    tiled_total, standard_total = traffic.tiled.total, traffic.standard.total
     return {
         "so_far": so_far(result, s),
         "tiled_total": tiled_total,

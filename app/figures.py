@@ -11,9 +11,16 @@ import numpy as np
 from app.cost import BINARY_UNITS
 from app.i18n import N_, gettext
 
-# Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
+# Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
+# same weight in every figure; blue–red for signed values, symmetric about 0 so that white is 0.
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu"
+WEIGHT_RANGE = (0.0, 1.0)
+# Hidden cells: a neutral mid grey that neither scale contains (viridis has no grey, RdBu's
+# middle is near white), with "−∞" in the cell and a legend entry that says what it means.
+HIDDEN_COLOUR = "#8a8a8a"
+HIDDEN_LEGEND = N_("hidden (−∞)")
+CELL_FONT_PX = 12  # numbers in cells: never shrunk below this (figures.js drops them instead)
 LABEL_CELLS_UP_TO = 12
 GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
@@ -67,43 +74,96 @@ def heatmap(
     finite = np.round(np.where(np.isfinite(z), z, np.nan), 4)
     trace: dict[str, Any] = {
         "type": "heatmap",
-        "z": finite,  # orjson writes NaN as null: a gap
+        "z": finite,  # orjson writes NaN as null: a gap, covered by the hidden-cell trace
         "x": _unique(x_labels),
         "y": _unique(y_labels),  # category labels, escaped by _unique
-        "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
         "colorbar": {"thickness": 12, "len": 0.9},
         "hoverongaps": True,
+        **colour_range(finite, scale),
     }
-    if scale == "diverging":
-        trace["zmid"] = 0.0
-        trace["reversescale"] = True
-    else:
-        trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
     if max(z.shape) <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
+        trace["textfont"] = {"size": CELL_FONT_PX}
     if hover is not None:
         trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
+    data = [trace]
+    layout: dict[str, Any] = {
+        "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
+        "xaxis": _axis(gettext("key") if x_title is None else x_title, side="top"),
+        "yaxis": _axis(gettext("query") if y_title is None else y_title, autorange="reversed"),
+        "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
+        "height": 320,
+    }
+    covered = ~np.isfinite(z)
+    if covered.any():
+        data.append(hidden_trace(covered, trace, hidden_text))
+        layout["showlegend"] = True
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.02, "yanchor": "top"}
+        layout["margin"]["b"] = 40
+        layout["height"] += 30
+    return {"data": data, "layout": layout}
+
+
+def colour_range(z: np.ndarray, scale: Scale) -> dict[str, Any]:
+    """The colour scale and its fixed range: weights on [0, 1] whatever the data; signed
+    values on [−m, m] with m the largest magnitude, so that 0 is the scale's white middle."""
+    if scale == "sequential":
+        return {"colorscale": SEQUENTIAL, "zmin": WEIGHT_RANGE[0], "zmax": WEIGHT_RANGE[1]}
+    z = np.asarray(z, dtype=float)
+    reach = float(np.nanmax(np.abs(z), initial=0.0)) if np.isfinite(z).any() else 0.0
+    reach = reach if reach > 0 else 1.0
     return {
-        "data": [trace],
-        "layout": {
-            "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-            "xaxis": {
-                "title": {"text": gettext("key") if x_title is None else x_title},
-                "side": "top",
-                "type": "category",
-            },
-            "yaxis": {
-                "title": {"text": gettext("query") if y_title is None else y_title},
-                "autorange": "reversed",
-                "type": "category",
-            },
-            "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
-            "height": 320,
-        },
+        "colorscale": DIVERGING,
+        "reversescale": True,
+        "zmid": 0.0,
+        "zmin": -reach,
+        "zmax": reach,
+    }
+
+
+def hidden_trace(
+    covered: np.ndarray, like: dict[str, Any], hidden_text: str = "−∞"
+) -> dict[str, Any]:
+    """The hidden cells as a trace of their own: one flat colour no value can take, drawn
+    over the gaps the main trace leaves, and named in the legend."""
+    name = plotly_text(gettext(HIDDEN_LEGEND))
+    trace: dict[str, Any] = {
+        "type": "heatmap",
+        "name": name,
+        "z": np.where(covered, 1.0, np.nan),
+        "x": like["x"],
+        "y": like["y"],
+        "colorscale": [[0, HIDDEN_COLOUR], [1, HIDDEN_COLOUR]],
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "showscale": False,
+        "showlegend": True,
+        "hoverongaps": False,
+        "hovertemplate": "%{y} → %{x}: " + name + "<extra></extra>",
+    }
+    for key in ("xgap", "ygap", "xaxis", "yaxis"):
+        if key in like:
+            trace[key] = like[key]
+    if "text" in like:
+        trace["text"] = [[hidden_text if c else "" for c in row] for row in covered.tolist()]
+        trace["texttemplate"] = "%{text}"
+        trace["textfont"] = {"size": CELL_FONT_PX, "color": "#ffffff"}
+    return trace
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    """A category axis whose title keeps clear of its tick labels, however long or rotated:
+    automargin makes room for both, the standoff keeps a gap between them."""
+    return {
+        "title": {"text": title, "standoff": 6},
+        "type": "category",
+        "automargin": True,
+        "tickfont": {"size": 11},
+        **extra,
     }
 
 
@@ -186,19 +246,111 @@ def _grid_title(text: str, **position: Any) -> dict[str, Any]:
 
 
 def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
-    """A heatmap made small for side-by-side comparison: short title, no colour bar or
-    cell labels (the full-size figure and its table carry the numbers)."""
+    """A heatmap made small for side-by-side comparison: short title, small token labels on
+    both axes, no colour bar or cell labels (its group shares one colour bar, the full-size
+    figure and its table carry the numbers)."""
     trace = {k: v for k, v in fig["data"][0].items() if k not in ("text", "texttemplate")}
     trace["showscale"] = False
+    small = {"title": {"text": ""}, "showticklabels": True, "tickfont": {"size": 9}}
     layout = {
         **fig["layout"],
         "title": {"text": title, "font": {"size": 13}},
-        "xaxis": {**fig["layout"]["xaxis"], "title": {"text": ""}, "showticklabels": False},
-        "yaxis": {**fig["layout"]["yaxis"], "title": {"text": ""}, "showticklabels": False},
+        "xaxis": {**fig["layout"]["xaxis"], **small},
+        "yaxis": {**fig["layout"]["yaxis"], **small},
         "margin": {"l": 8, "r": 8, "t": 30, "b": 8},
-        "height": 170,
+        "height": 190,
+        "showlegend": False,
     }
-    return {"data": [trace], "layout": layout}
+    hidden = [{k: v for k, v in t.items() if k not in ("text", "texttemplate")}
+              for t in fig["data"][1:]]  # fmt: skip
+    return {"data": [trace, *hidden], "layout": layout}
+
+
+def small_multiples(
+    matrices: Sequence[np.ndarray],
+    labels: Sequence[str],
+    titles: Sequence[str],
+    hidden: np.ndarray | None = None,
+    columns: int = 4,
+    selected: int | None = None,
+) -> dict[str, Any]:
+    """Several n × n weight matrices (one per head) as one figure: a grid of panels with
+    token labels on both axes of each, one shared colour bar on [0, 1] (layout.coloraxis),
+    and hidden cells in the hidden colour. One plotly figure draws many times faster than
+    one per head. Each panel's trace carries `meta.panel`, its index, for a click."""
+    count = len(matrices)
+    columns = max(1, min(columns, count))
+    rows = math.ceil(count / columns)
+    tokens = _unique(labels)
+    weight = plotly_text(gettext("weight"))
+    gap_x, gap_y = 0.06, 0.5 / max(rows, 1) * 0.45
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {
+        "coloraxis": {
+            "colorscale": SEQUENTIAL,
+            "cmin": WEIGHT_RANGE[0],
+            "cmax": WEIGHT_RANGE[1],
+            "colorbar": {"thickness": 12, "len": 0.9, "title": {"text": weight}},
+        },
+        "annotations": [],
+        "shapes": [],
+        "margin": {"l": 60, "r": 10, "t": 30, "b": 10},
+        "height": 40 + 200 * rows,
+    }
+    covered = None if hidden is None else np.asarray(hidden, dtype=bool)
+    for i, matrix in enumerate(matrices):
+        r, c = divmod(i, columns)
+        suffix = "" if i == 0 else str(i + 1)
+        x0 = c * (width + gap_x)
+        y1 = 1 - r * (height + gap_y)
+        domain_x, domain_y = [x0, x0 + width], [y1 - height, y1]
+        axis = {"type": "category", "tickfont": {"size": 9}, "fixedrange": True}
+        layout[f"xaxis{suffix}"] = {**axis, "domain": domain_x, "anchor": f"y{suffix}",
+                                    "side": "top"}  # fmt: skip
+        layout[f"yaxis{suffix}"] = {**axis, "domain": domain_y, "anchor": f"x{suffix}",
+                                    "autorange": "reversed"}  # fmt: skip
+        z = np.asarray(matrix, dtype=float)
+        if covered is not None:
+            z = np.where(covered, np.nan, z)
+        trace: dict[str, Any] = {
+            "type": "heatmap",
+            "z": np.round(z, 3),
+            "x": tokens,
+            "y": tokens,
+            "xaxis": f"x{suffix}",
+            "yaxis": f"y{suffix}",
+            "coloraxis": "coloraxis",
+            "hoverongaps": False,
+            "hovertemplate": f"{plotly_text(titles[i])}<br>%{{y}} → %{{x}}<br>{weight} "
+            "%{z:.3f}<extra></extra>",
+            "meta": {"panel": i},
+        }
+        if len(tokens) <= GAPS_UP_TO:
+            trace["xgap"] = trace["ygap"] = 1
+        data.append(trace)
+        if covered is not None and covered.any():
+            over = hidden_trace(covered, trace)
+            over["showlegend"] = i == 0
+            over["legendgroup"] = "hidden"
+            data.append(over)
+        layout["annotations"].append(
+            {"text": plotly_text(titles[i]), "xref": "paper", "yref": "paper", "showarrow": False,
+             "x": x0 + width / 2, "y": y1, "yshift": 22, "yanchor": "bottom",
+             "font": {"size": 12}}
+        )  # fmt: skip
+        if selected == i:
+            layout["shapes"].append(
+                {"type": "rect", "xref": "paper", "yref": "paper", "x0": domain_x[0],
+                 "x1": domain_x[1], "y0": domain_y[0], "y1": domain_y[1],
+                 "line": {"color": "#c2410c", "width": 3}}
+            )  # fmt: skip
+    if covered is not None and covered.any():
+        layout["showlegend"] = True
+        layout["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top"}
+        layout["margin"]["b"] = 40
+    return {"data": data, "layout": layout}
 
 
 # ---------------------------------------------------------------- growth against length

@@ -1,9 +1,8 @@
 """Figure dicts carry student text so that plotly shows it as typed."""
 
 import numpy as np
-import pytest
-
 import plotly.graph_objects as go
+import pytest
 
 from app.figures import HIDDEN_COLOUR, heatmap, plotly_text, small_multiples, thumbnail
 
@@ -66,11 +65,14 @@ def test_hidden_cells_have_a_colour_no_value_can_take_named_in_the_legend() -> N
         fig = heatmap(z, ["a", "b"], ["a", "b"], "t", scale)
         go.Figure(fig)
         main, hidden = fig["data"]
-        assert np.isnan(main["z"][0][1]) and not np.isnan(main["z"][1][0])  # 0.0 stays a value
-        assert hidden["showlegend"] and hidden["name"] == "hidden (−∞)"
+        assert np.isnan(main["z"][0][1])
+        assert not np.isnan(main["z"][1][0])
+        assert hidden["showlegend"]
+        assert hidden["name"] == "hidden (−∞)"
         assert fig["layout"]["showlegend"]
         assert hidden["text"] == [["", "−∞"], ["", ""]]
-        assert np.isnan(hidden["z"][0][0]) and hidden["z"][0][1] == 1.0
+        assert np.isnan(hidden["z"][0][0])
+        assert hidden["z"][0][1] == 1.0
         flat = {c for _, c in hidden["colorscale"]}
         assert flat == {HIDDEN_COLOUR}
         distance = min(np.abs(_rgb(HIDDEN_COLOUR) - c).sum() for c in _scale_colours(colours))
@@ -79,7 +81,8 @@ def test_hidden_cells_have_a_colour_no_value_can_take_named_in_the_legend() -> N
 
 def test_a_figure_without_hidden_cells_has_no_legend_entry() -> None:
     fig = heatmap(np.eye(2), ["a", "b"], ["a", "b"], "t")
-    assert len(fig["data"]) == 1 and "showlegend" not in fig["layout"]
+    assert len(fig["data"]) == 1
+    assert "showlegend" not in fig["layout"]
 
 
 def test_cell_numbers_keep_a_legible_size_and_axis_titles_keep_clear_of_ticks() -> None:
@@ -93,7 +96,8 @@ def test_cell_numbers_keep_a_legible_size_and_axis_titles_keep_clear_of_ticks() 
 def test_thumbnails_keep_token_labels_on_both_axes() -> None:
     thumb = thumbnail(heatmap(np.eye(2), ["a", "b"], ["a", "b"], ""), "head 0")
     go.Figure(thumb)
-    assert thumb["layout"]["xaxis"]["showticklabels"] and thumb["layout"]["yaxis"]["showticklabels"]
+    assert thumb["layout"]["xaxis"]["showticklabels"]
+    assert thumb["layout"]["yaxis"]["showticklabels"]
     assert thumb["data"][0]["x"] == thumb["data"][0]["y"] == ["a", "b"]
 
 
@@ -112,7 +116,9 @@ def test_small_multiples_share_one_colour_bar_on_zero_to_one() -> None:
         suffix = "" if i == 0 else str(i + 1)
         assert t["x"] == t["y"] == ["x", "y", "z"]
         assert (t["xaxis"], t["yaxis"]) == (f"x{suffix}", f"y{suffix}")
-        assert np.isnan(t["z"][0][2]) and t["z"][2][0] == round(weights[i][2][0], 3)
+        assert np.isnan(t["z"][0][2])
+        assert t["z"][2][0] == round(weights[i][2][0], 3)
     hidden = [t for t in fig["data"] if t.get("legendgroup") == "hidden"]
-    assert len(hidden) == 5 and [t["showlegend"] for t in hidden] == [True] + [False] * 4
+    assert len(hidden) == 5
+    assert [t["showlegend"] for t in hidden] == [True] + [False] * 4
     assert len(fig["layout"]["annotations"]) == 5

@@ -5,7 +5,34 @@
 "use strict";
 
 (function () {
-  const CONFIG = { responsive: true, displaylogo: false, toImageButtonOptions: { format: "png" } };
+  // The toolbar saves PNG (plotly's camera) and SVG, a vector image for slides and papers;
+  // the SVG button's label comes from the page (<body data-svg-label>, translated).
+  const SVG_ICON = {
+    width: 1000,
+    height: 1000,
+    path: "M440 80H560V520H720L500 780L280 520H440ZM120 840H880V940H120Z",
+  };
+
+  function saveSvg(gd) {
+    const title = String(((gd.layout || {}).title || {}).text || "");
+    const name = title.replace(/<[^>]*>|&[a-z]+;/g, "").replace(/[\s/\\:*?"<>|]+/g, "_");
+    window.Plotly.downloadImage(gd, { format: "svg", filename: name.slice(0, 60) || "figure" });
+  }
+
+  function config() {
+    return {
+      responsive: true,
+      displaylogo: false,
+      toImageButtonOptions: { format: "png" },
+      modeBarButtonsToAdd: [{
+        name: "download-svg",
+        title: document.body.dataset.svgLabel || "SVG",
+        icon: SVG_ICON,
+        click: saveSvg,
+      }],
+    };
+  }
+  const CELL_TEXT_MIN_PX = 10; // a cell number smaller than this is left to the hover text
   const MARGIN = 200; // px around the viewport that count as "near"
   const pending = new Map(); // plot element → JSON text still to draw
   const observer = "IntersectionObserver" in window
@@ -37,12 +64,30 @@
     } : {});
   }
 
-  function traces(data) {
-    if (!presenting()) return data;
+  // Cell numbers stay readable: each keeps its font size (22 px in presenter mode) or, where
+  // the cells are too narrow for it at the figure's width, is left to the hover text.
+  function fits(trace, el, layout, size) {
+    const columns = Array.isArray(trace.x) ? trace.x.length : (trace.z[0] || []).length;
+    const margin = layout.margin || {};
+    const width = (el.clientWidth || 300) - (margin.l || 70) - (margin.r || 10) - 40;
+    const longest = (trace.text || []).reduce(function (m, row) {
+      return Math.max(m, row.reduce(function (k, t) { return Math.max(k, String(t).length); }, 0));
+    }, 0);
+    return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.62 + 4;
+  }
+
+  function traces(data, el, layout) {
+    const present = presenting();
     return data.map(function (trace) {
-      return trace.type !== "heatmap" ? trace : Object.assign({}, trace, {
-        xgap: 4, ygap: 4, textfont: { size: 22 }, colorbar: { thickness: 24, len: 0.9 },
-      });
+      if (trace.type !== "heatmap") return trace;
+      const out = present ? Object.assign({}, trace, {
+        xgap: 4, ygap: 4, textfont: Object.assign({}, trace.textfont, { size: 22 }),
+        colorbar: Object.assign({}, trace.colorbar, { thickness: 24, len: 0.9 }),
+      }) : trace;
+      if (out.texttemplate && !fits(out, el, layout, (out.textfont || {}).size || 12)) {
+        return Object.assign({}, out, { texttemplate: "" });
+      }
+      return out;
     });
   }
 
@@ -53,7 +98,7 @@
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
     const fig = JSON.parse(text);
-    window.Plotly.react(el, traces(fig.data), themed(fig.layout), CONFIG);
+    window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config());
   }
 
   function near(el) {

@@ -1,68 +1,32 @@
-// /heads live updates: the server renders the results for the form's state; this file
-// only fetches that rendering, swaps it in, and keeps the address bar equal to the state.
+// /heads, live (static/js/live.js): the server renders the form and the results for the
+// form's state; its form carries the key/value-head choices that divide h, so no rule of
+// the page is repeated here. This file only says which parts to take and where the state is.
 "use strict";
 
 (function () {
-  const form = document.getElementById("heads-form");
-  const results = document.getElementById("heads-results");
-  if (!form || !results) return;
-  let timer = null;
-  let latest = 0;
+  if (!document.getElementById("heads-form") || !window.AttentionLab || !window.AttentionLab.live) return;
 
-  function state() {
-    const block = document.getElementById("heads-state");
+  function state(doc) {
+    const block = doc.getElementById("heads-state");
     return block ? JSON.parse(block.textContent) : null;
   }
 
-  // The server may adjust the state (a preset, a g that does not divide h): mirror it.
-  function syncForm(s) {
-    const select = form.elements.kv_heads;
-    select.replaceChildren();
-    for (let g = 1; g <= s.heads; g++) {
-      if (s.heads % g === 0) select.add(new Option(String(g), String(g), false, g === s.kv_heads));
-    }
-    form.elements.head.value = String(s.head);
-    const gqa = form.querySelector('button[value="gqa"]');
-    let possible = false;
-    for (let g = 2; g < s.heads; g++) if (s.heads % g === 0) possible = true;
-    gqa.disabled = !possible;
-  }
-
-  function refresh(submitter) {
-    const query = new URLSearchParams(new FormData(form, submitter)).toString();
-    const ticket = ++latest;
-    fetch("/heads/fragment?" + query, { headers: { Accept: "text/html" } })
-      .then(function (r) { return r.text(); })
-      .then(function (html) {
-        if (ticket !== latest) return; // a newer edit is on its way
-        results.innerHTML = html;
-        const s = state();
-        if (s) {
-          syncForm(s);
-          history.replaceState(null, "", "/heads?" + s.query);
-        }
-        window.AttentionLab.drawFigures(results);
-        document.dispatchEvent(new CustomEvent("heads:updated"));
-      });
-  }
-
-  function later() {
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 250);
-  }
-
-  form.addEventListener("input", later);
-  form.addEventListener("change", later);
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    clearTimeout(timer);
-    refresh(event.submitter && event.submitter.name ? event.submitter : undefined);
+  const heads = window.AttentionLab.live({
+    form: "heads-form",
+    url: function (params) { return "/heads?" + params.toString(); },
+    regions: ["heads-form", "heads-results"],
+    address: function (doc) {
+      const s = state(doc);
+      return s ? "/heads?" + s.query : null;
+    },
   });
-  results.addEventListener("click", function (event) {
-    const link = event.target.closest("a[data-head]");
-    if (!link) return;
+
+  // A head's thumbnail (a link without JavaScript) selects that head.
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest("#heads-results a[data-head]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
     event.preventDefault();
-    form.elements.head.value = link.dataset.head;
-    refresh();
+    document.getElementById("head").value = link.dataset.head;
+    heads.update({ now: true });
   });
 })();

@@ -14,13 +14,31 @@ from app.i18n import N_, gettext
 # Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
 # same weight in every figure; blue–red for signed values, symmetric about 0 so that white is 0.
 SEQUENTIAL = "Viridis"
-DIVERGING = "RdBu"
+# ColorBrewer's RdBu, red for negative through white at 0 to blue for positive (plotly's own
+# "RdBu" has a grey middle, which would read as "hidden").
+DIVERGING = [
+    [i / 10, c]
+    for i, c in enumerate(
+        ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7",
+         "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061")
+    )
+]  # fmt: skip
 WEIGHT_RANGE = (0.0, 1.0)
-# Hidden cells: a neutral mid grey that neither scale contains (viridis has no grey, RdBu's
-# middle is near white), with "−∞" in the cell and a legend entry that says what it means.
+# Hidden cells: a neutral mid grey that neither scale contains (viridis has no grey, the
+# diverging scale's middle is near white), with "−∞" in the cell and a legend entry.
 HIDDEN_COLOUR = "#8a8a8a"
-HIDDEN_LEGEND = N_("hidden (−∞)")
-CELL_FONT_PX = 12  # numbers in cells: never shrunk below this (figures.js drops them instead)
+HIDDEN_LEGEND = N_("hidden (%(value)s)")
+COLOUR_BAR = {
+    "orientation": "h",
+    "thickness": 10,
+    "len": 1.0,
+    "x": 0.5,
+    "xanchor": "center",
+    "y": -0.04,
+    "yanchor": "top",
+    "tickfont": {"size": 10},
+}
+CELL_FONT_PX = 11  # numbers in cells: never shrunk below this (figures.js drops them instead)
 LABEL_CELLS_UP_TO = 12
 GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
@@ -77,7 +95,7 @@ def heatmap(
         "z": finite,  # orjson writes NaN as null: a gap, covered by the hidden-cell trace
         "x": _unique(x_labels),
         "y": _unique(y_labels),  # category labels, escaped by _unique
-        "colorbar": {"thickness": 12, "len": 0.9},
+        "colorbar": COLOUR_BAR,  # below the cells: the cells keep the figure's width
         "hoverongaps": True,
         **colour_range(finite, scale),
     }
@@ -95,15 +113,15 @@ def heatmap(
         "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
         "xaxis": _axis(gettext("key") if x_title is None else x_title, side="top"),
         "yaxis": _axis(gettext("query") if y_title is None else y_title, autorange="reversed"),
-        "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
+        "margin": {"l": 40, "r": 10, "t": 80, "b": 50},
         "height": 320,
     }
     covered = ~np.isfinite(z)
     if covered.any():
         data.append(hidden_trace(covered, trace, hidden_text))
         layout["showlegend"] = True
-        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.02, "yanchor": "top"}
-        layout["margin"]["b"] = 40
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"}
+        layout["margin"]["b"] = 80
         layout["height"] += 30
     return {"data": data, "layout": layout}
 
@@ -118,7 +136,6 @@ def colour_range(z: np.ndarray, scale: Scale) -> dict[str, Any]:
     reach = reach if reach > 0 else 1.0
     return {
         "colorscale": DIVERGING,
-        "reversescale": True,
         "zmid": 0.0,
         "zmin": -reach,
         "zmax": reach,
@@ -130,7 +147,7 @@ def hidden_trace(
 ) -> dict[str, Any]:
     """The hidden cells as a trace of their own: one flat colour no value can take, drawn
     over the gaps the main trace leaves, and named in the legend."""
-    name = plotly_text(gettext(HIDDEN_LEGEND))
+    name = plotly_text(gettext(HIDDEN_LEGEND) % {"value": hidden_text})
     trace: dict[str, Any] = {
         "type": "heatmap",
         "name": name,

@@ -4,7 +4,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from app.figures import HIDDEN_COLOUR, heatmap, plotly_text, small_multiples, thumbnail
+from app.figures import DIVERGING, HIDDEN_COLOUR, heatmap, plotly_text, small_multiples, thumbnail
 
 
 @pytest.mark.parametrize(
@@ -37,10 +37,10 @@ def _rgb(colour: str) -> np.ndarray:
     return np.array(value, dtype=float)
 
 
-def _scale_colours(name: str) -> list[np.ndarray]:
+def _scale_colours(scale: str | list) -> list[np.ndarray]:
     from plotly.colors import get_colorscale, sample_colorscale
 
-    scale = get_colorscale(name)
+    scale = get_colorscale(scale) if isinstance(scale, str) else scale
     return [_rgb(c) for c in sample_colorscale(scale, list(np.linspace(0, 1, 101)))]
 
 
@@ -61,7 +61,7 @@ def test_signed_values_sit_on_a_range_symmetric_about_zero() -> None:
 
 def test_hidden_cells_have_a_colour_no_value_can_take_named_in_the_legend() -> None:
     z = np.array([[0.5, -np.inf], [0.0, 0.25]])
-    for scale, colours in (("sequential", "Viridis"), ("diverging", "RdBu")):
+    for scale, colours in (("sequential", "Viridis"), ("diverging", DIVERGING)):
         fig = heatmap(z, ["a", "b"], ["a", "b"], "t", scale)
         go.Figure(fig)
         main, hidden = fig["data"]
@@ -76,7 +76,7 @@ def test_hidden_cells_have_a_colour_no_value_can_take_named_in_the_legend() -> N
         flat = {c for _, c in hidden["colorscale"]}
         assert flat == {HIDDEN_COLOUR}
         distance = min(np.abs(_rgb(HIDDEN_COLOUR) - c).sum() for c in _scale_colours(colours))
-        assert distance > 60, f"{HIDDEN_COLOUR} is too close to a colour of {colours}"
+        assert distance > 100, f"{HIDDEN_COLOUR} is too close to a colour of the {scale} scale"
 
 
 def test_a_figure_without_hidden_cells_has_no_legend_entry() -> None:
@@ -122,3 +122,11 @@ def test_small_multiples_share_one_colour_bar_on_zero_to_one() -> None:
     assert len(hidden) == 5
     assert [t["showlegend"] for t in hidden] == [True] + [False] * 4
     assert len(fig["layout"]["annotations"]) == 5
+
+
+def test_the_diverging_scale_is_white_at_zero_and_saturated_at_both_ends() -> None:
+    """Zero must not look grey (grey is hidden): the middle of the scale is near white."""
+    middle = _scale_colours(DIVERGING)[50]
+    assert middle.min() >= 240
+    for end in (_scale_colours(DIVERGING)[0], _scale_colours(DIVERGING)[-1]):
+        assert end.max() - end.min() > 60  # a colour, not a grey

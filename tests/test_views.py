@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from app.config import Settings
+from app.figures import DIVERGING
 from app.schemas import AttentionRequest
 from app.service import compute_attention
 from app.views import head_stages, short, stages_csv
@@ -60,7 +61,8 @@ def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: dict) -> N
     assert stage(worked, "weights")["fig"]["data"][0]["colorscale"] == "Viridis"
     for name in ("scores", "scaled", "masked", "weighted", "output"):
         trace = stage(worked, name)["fig"]["data"][0]
-        assert (trace["colorscale"], trace["zmid"]) == ("RdBu", 0.0)
+        assert (trace["colorscale"], trace["zmid"]) == (DIVERGING, 0.0)
+        assert trace["zmin"] == -trace["zmax"]
 
 
 def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) -> None:

@@ -58,10 +58,23 @@
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: dark ? "#3a3a3a" : "#d9d9d9",
       font: font,
-    }, present ? {
-      height: Math.max(layout.height || 0, 460) + 50,
-      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 50 }),
-    } : {});
+    }, present ? Object.assign(bigTicks(layout), {
+      height: Math.max(layout.height || 0, 420) + 30,
+      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 30 }),
+    }) : {});
+  }
+
+  // Presenter mode: tick labels (tokens) big enough for the back of the room, on every axis.
+  function bigTicks(layout) {
+    const out = {};
+    Object.keys(layout).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        out[key] = Object.assign({}, layout[key], {
+          tickfont: Object.assign({}, layout[key].tickfont, { size: 18 }),
+        });
+      }
+    });
+    return out;
   }
 
   // Cell numbers stay readable: each keeps its font size (22 px in presenter mode) or, where
@@ -73,7 +86,7 @@
     const longest = (trace.text || []).reduce(function (m, row) {
       return Math.max(m, row.reduce(function (k, t) { return Math.max(k, String(t).length); }, 0));
     }, 0);
-    return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.62 + 4;
+    return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.6 + 2;
   }
 
   function traces(data, el, layout) {

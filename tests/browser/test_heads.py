@@ -24,7 +24,7 @@ def printed(values: list[list[float]], digits: int = 3) -> list[list[str]]:
 
 def updated(page: Page, action) -> None:  # type: ignore[no-untyped-def]
     """Run an action that changes the form and wait for the server's re-rendering."""
-    with page.expect_response(re.compile(r"/heads/fragment\?")):
+    with page.expect_response(re.compile(r"/heads\?")):
         action()
     page.wait_for_selector("#heads-results .plot .main-svg", state="attached")
 

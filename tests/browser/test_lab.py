@@ -11,7 +11,7 @@ from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
 
 
 def redraws(page: Page) -> int:
-    return int(page.evaluate("document.documentElement.dataset.labRedraws || '0'"))
+    return int(page.evaluate("document.documentElement.dataset.liveRedraws || '0'"))
 
 
 def edit(page: Page, action: Callable[[], None]) -> None:
@@ -20,7 +20,7 @@ def edit(page: Page, action: Callable[[], None]) -> None:
     action()
     # Any count above `before` (no page-side eval: the CSP forbids it).
     above = re.compile(rf"^(?!(?:{'|'.join(map(str, range(before + 1)))})$)\d+$")
-    expect(page.locator("html")).to_have_attribute("data-lab-redraws", above, timeout=10_000)
+    expect(page.locator("html")).to_have_attribute("data-live-redraws", above, timeout=10_000)
 
 
 def weights_shown(page: Page) -> list[str]:

@@ -1,6 +1,6 @@
 // Draws every figure on the page from its JSON data block. No attention arithmetic here:
 // the server computed the figure; this file only hands it to plotly.js.
-// A figure near the viewport is drawn at once; the others when they come near it or when
+// A figure on screen is drawn at once; the others when they come near it or when
 // the browser is next idle, whichever is first. A figure whose data did not change is left.
 "use strict";
 
@@ -114,9 +114,11 @@
     window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config());
   }
 
+  // Drawn at once: what is on screen now. What is just off it follows when the browser is
+  // idle or when it scrolls near (the observer's margin): an edit waits for no hidden plot.
   function near(el) {
     const box = el.getBoundingClientRect();
-    return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
+    return box.bottom > 0 && box.top < window.innerHeight;
   }
 
   // One figure per idle moment, more while the moment lasts: an edit is never kept waiting

@@ -90,6 +90,7 @@
 
   function swap(doc, ids) {
     const swapped = [];
+    const t0 = performance.now();
     ids.forEach(function (id) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
@@ -97,9 +98,11 @@
       swapOne(old, document.adoptNode(fresh));
       swapped.push(document.getElementById(id));
     });
+    const t1 = performance.now();
     if (window.AttentionLab.drawFigures) {
       swapped.forEach(function (el) { if (el) window.AttentionLab.drawFigures(el); });
     }
+    window.AttentionLab.lastSwap = { dom: t1 - t0, draw: performance.now() - t1 };
     redraws += 1;
     document.documentElement.dataset.liveRedraws = String(redraws);
     return swapped;
@@ -174,16 +177,24 @@
       const mine = ++ticket;
       if (pending) pending.abort();
       pending = new AbortController();
+      const t0 = performance.now();
+      let t1 = 0;
       return fetch(url, { signal: pending.signal, headers: { Accept: "text/html" } })
         .then(function (response) { return response.text(); })
         .then(function (html) {
           if (mine !== ticket) return false; // a newer edit is on its way
           if (owed === job) owed = null;
+          t1 = performance.now();
           const doc = new DOMParser().parseFromString(html, "text/html");
           const ids = typeof options.regions === "function"
             ? options.regions(doc, job) : options.regions;
           const address = options.address ? options.address(doc, url) : url; // before the
+          const t2 = performance.now();
           swap(doc, ids); // swap moves the answer's parts out of `doc`
+          // How long the last update took, by part (read by bench/bench_page.py).
+          window.AttentionLab.lastUpdate = {
+            fetch: t1 - t0, parse: t2 - t1, swapAndDraw: performance.now() - t2,
+          };
           if (address) {
             window.history.replaceState(null, "", address);
             followState();

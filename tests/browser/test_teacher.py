@@ -22,7 +22,7 @@ assert CHROMIUM_ARGS  # the page fixture's browser, launched with the app's usua
 
 
 def printed(value: float, digits: int = 3) -> str:
-    """A number as the pages print it (app.figures.fmt): a true minus sign, no −0.000."""
+    """A number as the pages print it (app.web.figures.fmt): a true minus sign, no −0.000."""
     text = f"{value:.{digits}f}"
     if text.startswith("-"):
         text = text[1:] if float(text) == 0 else "−" + text[1:]
@@ -61,7 +61,9 @@ def settled(page: Page, param: str, value: str) -> dict[str, list[str]]:
 
 
 def column(page: Page, table: str, n: int) -> list[str]:
-    return [t.strip() for t in page.locator(f"#{table} tbody tr td:nth-child({n})").all_text_contents()]
+    return [
+        t.strip() for t in page.locator(f"#{table} tbody tr td:nth-child({n})").all_text_contents()
+    ]
 
 
 # ---------------------------------------------------------------- the head lab

@@ -19,10 +19,10 @@
     new FormData(f).forEach(function (value, key) {
       if (!MATRIX_NAMES.has(key) && key !== "action") params.append(key, value);
     });
+    // Every grid the form shows is sent: what is on screen is what is computed (a grid left
+    // out would be generated again). The server keeps them through size changes.
     f.querySelectorAll("[data-matrix]").forEach(function (grid) {
-      if (grid.dataset.given === "1") {
-        params.append(grid.dataset.matrix, rows(grid, function (c) { return c.value.trim(); }, ","));
-      }
+      params.append(grid.dataset.matrix, rows(grid, function (c) { return c.value.trim(); }, ","));
     });
     const mode = f.querySelector("input[name=mask]:checked");
     const pattern = f.querySelector("#pattern");
@@ -70,8 +70,6 @@
   });
 
   form.addEventListener("input", function (event) {
-    const grid = event.target.closest("[data-matrix]");
-    if (grid) grid.dataset.given = "1";
     if (event.target.classList.contains("pattern-cell")) {
       const custom = form.querySelector("#mask-custom");
       if (custom && !custom.checked) {

@@ -81,11 +81,44 @@ def test_fewer_tokens_drop_rows() -> None:
     assert parse("tokens=The+cat&x=1,0;0,1;1,1").matrices["x"] == [[1, 0], [0, 1]]
 
 
-def test_a_new_width_regenerates_what_no_longer_fits() -> None:
-    parsed = parse_items(parse_qsl("d_model=3&x=1,0;0,1;1,1&w_q=1,0;0,1"), 256)
-    state, notes = fit(parsed)
-    assert state.matrices == {}
-    assert any("d_model = 3" in note for note in notes)
+WORKED_GRIDS = "x=1,0;0,1;1,1&w_q=1,0.5;0,1&w_k=0.5,1;1,0&w_v=1,-1;0.5,1"
+
+
+def test_a_wider_d_model_keeps_every_column_and_row_there_is() -> None:
+    state = parse("d_model=3&d_k=2&d_v=2&" + WORKED_GRIDS)
+    x, w_q = np.array(state.matrices["x"]), np.array(state.matrices["w_q"])
+    assert x.shape == (3, 3)
+    assert x[:, :2].tolist() == [[1, 0], [0, 1], [1, 1]]
+    assert w_q.shape == (3, 2)
+    assert w_q[:2].tolist() == [[1, 0.5], [0, 1]]  # the new third row is generated
+    assert state.matrices["w_v"][:2] == [[1, -1], [0.5, 1]]
+
+
+def test_a_wider_d_k_keeps_the_columns_and_a_narrower_one_drops_the_last() -> None:
+    wide = parse("d_k=3&" + WORKED_GRIDS)
+    assert np.array(wide.matrices["w_q"])[:, :2].tolist() == [[1, 0.5], [0, 1]]
+    assert np.shape(wide.matrices["w_k"]) == (2, 3)
+    assert wide.matrices["w_v"] == [[1, -1], [0.5, 1]]  # d_v did not change
+    narrow = parse("d_k=1&" + WORKED_GRIDS)
+    assert narrow.matrices["w_q"] == [[1], [0]]
+    assert narrow.matrices["w_k"] == [[0.5], [1]]
+
+
+def test_changing_x_keeps_the_projections() -> None:
+    state = parse("tokens=The+cat+sleeps&" + WORKED_GRIDS.replace("0,1;1,1", "0.5,1;1,1"))
+    assert state.matrices["x"][1] == [0.5, 1]
+    assert state.matrices["w_q"] == [[1, 0.5], [0, 1]]
+
+
+def test_the_padding_demo_extends_the_worked_example() -> None:
+    """"The cat sleeps <pad>" with the pad ticked: cat still gives 0.670 / 0.330."""
+    query = "tokens=The+cat+sleeps+%3Cpad%3E&pad=3&query=1&d_model=2&d_k=2&d_v=2&" + WORKED_GRIDS
+    page = lab_page(parse_qsl(query), SETTINGS)
+    assert page.ok
+    rows = page.result["query"]["rows"]
+    assert [round(r["weight"], 3) for r in rows] == [0.67, 0.33, 0.0, 0.0]
+    assert np.asarray(page.result["x"])[:3].tolist() == [[1, 0], [0, 1], [1, 1]]
+    assert page.state.pad == [3]
 
 
 def test_pattern_cells_from_a_form_count_only_for_the_custom_mask() -> None:

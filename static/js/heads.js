@@ -14,7 +14,11 @@
   const heads = window.AttentionLab.live({
     form: "heads-form",
     url: function (params) { return "/heads?" + params.toString(); },
-    regions: ["heads-form", "heads-results"],
+    // A 422 (an input that cannot be used) brings the sentences saying so; the form stays as
+    // typed, since the server's copy of it would be the defaults.
+    regions: function (doc) {
+      return doc.liveStatus === 422 ? ["heads-results"] : ["heads-form", "heads-results"];
+    },
     address: function (doc) {
       const s = state(doc);
       return s ? "/heads?" + s.query : null;

@@ -13,6 +13,7 @@
 //     done     (doc, job) → called after a swap; `job` is what update() was given
 //     merge    (older, newer) → one job, when an edit comes before the last one's answer was
 //              shown (default: the newer; the lab keeps "structural" from either)
+//   (a regions or address function can read the answer's HTTP status as doc.liveStatus)
 //   AttentionLab.swap(doc, ids)   swap those elements in from a parsed answer
 //   AttentionLab.followState()    rewrite the header's links from the address bar
 //
@@ -180,12 +181,16 @@
       const t0 = performance.now();
       let t1 = 0;
       return fetch(url, { signal: pending.signal, headers: { Accept: "text/html" } })
-        .then(function (response) { return response.text(); })
-        .then(function (html) {
+        .then(function (response) {
+          return response.text().then(function (html) { return [html, response.status]; });
+        })
+        .then(function (answer) {
+          const html = answer[0];
           if (mine !== ticket) return false; // a newer edit is on its way
           if (owed === job) owed = null;
           t1 = performance.now();
           const doc = new DOMParser().parseFromString(html, "text/html");
+          doc.liveStatus = answer[1]; // 422: the answer says what to fix
           const ids = typeof options.regions === "function"
             ? options.regions(doc, job) : options.regions;
           const address = options.address ? options.address(doc, url) : url; // before the

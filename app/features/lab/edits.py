@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from app.core.i18n import gettext
+from app.core.i18n import gettext, ngettext
 from app.features.lab.state import LABELS, MATRICES, LabState, Parsed
 from app.math import attention as att
 
@@ -21,7 +21,7 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     the buttons are for.
     """
     state = replace(parsed.state, matrices=dict(parsed.state.matrices))
-    notes: list[str] = []
+    notes: list[str] = list(parsed.notes)
     n = state.n
     tokens = state.tokens if state.tokens is not None else list(att.WORKED_TOKENS)
     heights = {"x": n, "w_q": state.d_model, "w_k": state.d_model, "w_v": state.d_model}
@@ -47,6 +47,16 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
             continue
         state.matrices[name] = grown(w, d_model, widths[name] or len(w[0]), state.seed, name)
 
+    past = [p for p in state.pad if p >= n]
+    if past:
+        notes.append(
+            ngettext(
+                "pad %(positions)s is past the last token (%(last)s): left out",
+                "pad %(positions)s are past the last token (%(last)s): left out",
+                len(past),
+            )
+            % {"positions": ", ".join(map(str, past)), "last": n - 1}
+        )
     state.pad = [p for p in state.pad if p < n]
     if state.mask == "custom":
         start = state.allowed
@@ -65,6 +75,10 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     else:
         state.allowed = None
     if state.query is not None and state.query >= n:
+        notes.append(
+            gettext("query %(given)s is past the last token (%(last)s): showing %(last)s")
+            % {"given": state.query, "last": n - 1}
+        )
         state.query = n - 1
     return state, notes
 

@@ -290,11 +290,13 @@ def small_multiples(
     hidden: np.ndarray | None = None,
     columns: int = 4,
     selected: int | None = None,
+    ids: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Several n × n weight matrices (one per head) as one figure: a grid of panels with
     token labels on both axes of each, one shared colour bar on [0, 1] (layout.coloraxis),
     and hidden cells in the hidden colour. One plotly figure draws many times faster than
-    one per head. Each panel's trace carries `meta.panel`, its index, for a click."""
+    one per head. Each panel's trace carries `meta.panel` (its entry of `ids`, by default
+    its index) for a click; `selected` (an id) is outlined."""
     count = len(matrices)
     columns = max(1, min(columns, count))
     rows = math.ceil(count / columns)
@@ -342,7 +344,7 @@ def small_multiples(
             "hoverongaps": False,
             "hovertemplate": f"{plotly_text(titles[i])}<br>%{{y}} → %{{x}}<br>{weight} "
             "%{z:.3f}<extra></extra>",
-            "meta": {"panel": i},
+            "meta": {"panel": ids[i] if ids is not None else i},
         }
         if len(tokens) <= GAPS_UP_TO:
             trace["xgap"] = trace["ygap"] = 1
@@ -357,7 +359,7 @@ def small_multiples(
              "x": x0 + width / 2, "y": y1, "yshift": 22, "yanchor": "bottom",
              "font": {"size": 12}}
         )  # fmt: skip
-        if selected == i:
+        if selected == (ids[i] if ids is not None else i):
             layout["shapes"].append(
                 {"type": "rect", "xref": "paper", "yref": "paper", "x0": domain_x[0],
                  "x1": domain_x[1], "y0": domain_y[0], "y1": domain_y[1],

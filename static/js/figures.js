@@ -111,7 +111,8 @@
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
     const fig = JSON.parse(text);
-    window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config());
+    window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config())
+      .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }
 
   // Drawn at once: what is on screen now. What is just off it follows when the browser is

@@ -25,12 +25,28 @@
     },
   });
 
-  // A head's thumbnail (a link without JavaScript) selects that head.
+  function open(head) {
+    document.getElementById("head").value = String(head);
+    heads.update({ now: true });
+  }
+
+  // A click on a head in the figure of every head opens it (meta.panel is its number).
+  document.addEventListener("figure:drawn", function (event) {
+    const plot = event.target;
+    if (plot.dataset.figure !== "fig-heads" || plot.dataset.clickable) return;
+    plot.dataset.clickable = "1";
+    plot.on("plotly_click", function (data) {
+      const point = data.points && data.points[0];
+      const meta = point && point.data && point.data.meta;
+      if (meta && meta.panel !== undefined) open(meta.panel);
+    });
+  });
+
+  // A head's link (which works without JavaScript too) selects that head.
   document.addEventListener("click", function (event) {
     const link = event.target.closest("#heads-results a[data-head]");
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
     event.preventDefault();
-    document.getElementById("head").value = link.dataset.head;
-    heads.update({ now: true });
+    open(link.dataset.head);
   });
 })();

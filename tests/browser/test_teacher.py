@@ -87,7 +87,9 @@ def lab_matches_the_api(page: Page) -> None:
     api = page.request.post("/api/attention", data=body).json()
     rows = api["query"]["rows"]
     assert column(page, "query-table", 2) == [printed(r["dot"]) for r in rows]
-    assert column(page, "query-table", 4) == [printed(r["weight"]) for r in rows]
+    assert column(page, "query-table", 3) == [printed(r["scaled"]) for r in rows]
+    assert column(page, "query-table", 4) == ["0" if r["visible"] else "−∞" for r in rows]
+    assert column(page, "query-table", 5) == [printed(r["weight"]) for r in rows]
     assert sum(r["weight"] for r in rows) == pytest.approx(1.0)
 
 

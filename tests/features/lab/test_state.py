@@ -111,7 +111,7 @@ def test_changing_x_keeps_the_projections() -> None:
 
 
 def test_the_padding_demo_extends_the_worked_example() -> None:
-    """"The cat sleeps <pad>" with the pad ticked: cat still gives 0.670 / 0.330."""
+    """ "The cat sleeps <pad>" with the pad ticked: cat still gives 0.670 / 0.330."""
     query = "tokens=The+cat+sleeps+%3Cpad%3E&pad=3&query=1&d_model=2&d_k=2&d_v=2&" + WORKED_GRIDS
     page = lab_page(parse_qsl(query), SETTINGS)
     assert page.ok

@@ -23,9 +23,13 @@ def state_params(
     params: list[tuple[str, Any]] = [("tokens", " ".join(tokens)), *dims.items()]
     if state.seed:
         params.append(("seed", state.seed))
-    defaults = resolve_inputs(AttentionRequest(tokens=tokens, seed=state.seed, **dims), settings)
+    # Each matrix against what leaving it out would give with the ones before it written
+    # out (a written x means the worked example's projections are no longer the default).
+    written: dict[str, Any] = {}
     for name in MATRICES:
-        if not np.array_equal(result[name], getattr(defaults, name)):
+        request = AttentionRequest(tokens=tokens, seed=state.seed, **dims, **written)
+        if not np.array_equal(result[name], getattr(resolve_inputs(request, settings), name)):
+            written[name] = np.asarray(result[name]).tolist()
             params.append((name, matrix_text(result[name])))
     params.append(("mask", state.mask))
     if state.mask == "window":

@@ -196,3 +196,16 @@ def test_a_state_that_cannot_be_computed_falls_back_and_says_why() -> None:
 
 def test_encode_keeps_commas_and_semicolons_readable() -> None:
     assert encode([("x", matrix_text([[1, -0.5], [0, 2]]))]) == "x=1,-0.5;0,2"
+
+
+def test_the_url_of_an_edited_x_keeps_the_projections_it_was_computed_with() -> None:
+    """An x edit on the worked example: the URL must say W_Q, W_K, W_V too, or reading it
+    back would generate new ones."""
+    query = "tokens=The+cat+sleeps&d_model=2&d_k=2&d_v=2&" + WORKED_GRIDS.replace(
+        "0,1;1,1", "0.5,1;1,1"
+    )
+    page = lab_page(parse_qsl(query), SETTINGS)
+    again = lab_page(parse_qsl(page.query), SETTINGS)
+    assert "w_q=1,0.5;0,1" in page.query
+    for name in ("x", "w_q", "w_k", "w_v", "weights"):
+        np.testing.assert_array_equal(again.result[name], page.result[name])

@@ -320,3 +320,45 @@ def test_axe_in_each_mode_and_language(page: Page, path: str, view: str) -> None
     page.goto(path + ("?" + view if view else ""))
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
     assert axe_violations(page) == []
+
+
+def test_the_padding_demo_extends_the_worked_example_in_the_browser(page: Page) -> None:
+    """Type " <pad>", tick its padding box: cat still gives 0.670 / 0.330 (nothing else moved)."""
+    page.goto("/")
+    type_like_a_teacher(page, "#tokens", " <pad>", replace=False)
+    settled(page, "tokens", "The+cat+sleeps+%3Cpad%3E")
+    page.locator("#pad-3").check()
+    settled(page, "pad", "3")
+    expect(page.locator("#query-table tbody tr td:nth-child(5)")).to_have_text(
+        ["0.670", "0.330", "0.000", "0.000"]
+    )
+    q = parse_qs(urlsplit(page.url).query)
+    assert q["w_q"] == ["1,0.5;0,1"]
+    assert q["x"][0].startswith("1,0;0,1;1,1;")
+    lab_matches_the_api(page)
+
+
+MODEL_SENTENCE = "the quick brown fox jumps over the lazy dog near the river"
+
+
+def model_matches_the_api(page: Page) -> None:
+    q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    body = {"text": q["text"], "layer": int(q["layer"]), "head": int(q["head"])}
+    if "query" in q:
+        body["query"] = int(q["query"])
+    api = page.request.post("/api/model", data=body).json()
+    expect(page.locator("#head-title")).to_contain_text(f"{q['layer']}")
+    weights = [printed(r["weight"]) for r in api["head"]["query"]["rows"]]
+    expect(page.locator("#query-table tbody tr td:nth-child(5)")).to_have_text(weights)
+
+
+def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
+    page.goto("/model?" + "text=" + MODEL_SENTENCE.replace(" ", "+") + "&layer=0&head=0")
+    expect(page.locator("[data-figure='fig-grid'] .main-svg").first).to_be_visible(timeout=30_000)
+    for name, value in (("layer", "3"), ("head", "7"), ("query", "4")):
+        page.select_option(f"#{name}", value)
+        settled(page, name, value)
+        model_matches_the_api(page)
+    typed = type_like_a_teacher(page, "#text", " bank", replace=False)
+    settled(page, "text", typed.replace(" ", "+"))
+    model_matches_the_api(page)

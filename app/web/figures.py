@@ -315,8 +315,8 @@ def small_multiples(
         },
         "annotations": [],
         "shapes": [],
-        "margin": {"l": 60, "r": 10, "t": 30, "b": 10},
-        "height": 40 + 200 * rows,
+        "margin": {"l": 60, "r": 10, "t": 50, "b": 10},
+        "height": 60 + 210 * rows,
     }
     covered = None if hidden is None else np.asarray(hidden, dtype=bool)
     for i, matrix in enumerate(matrices):

@@ -158,6 +158,7 @@
     const formId = options.form;
     const paramsOf = options.params || formParams;
     let timer = null;
+    let waiting = false; // an edit is waiting out the debounce
     let ticket = 0;
     let pending = null;
     let owed = null; // the job whose answer is not on the page yet (merged with newer ones)
@@ -186,7 +187,9 @@
         })
         .then(function (answer) {
           const html = answer[0];
-          if (mine !== ticket) return false; // a newer edit is on its way
+          // A newer edit is on its way (sent, or waiting for the next key): drawing this
+          // answer would only hold the page up while the reader types.
+          if (mine !== ticket || waiting) return false;
           if (owed === job) owed = null;
           t1 = performance.now();
           const doc = new DOMParser().parseFromString(html, "text/html");
@@ -218,10 +221,15 @@
 
     function update(job) {
       clearTimeout(timer);
+      waiting = false;
       owed = owed ? merge(owed, job || {}) : job || {};
       if (owed.now) return run(owed);
+      waiting = true;
       return new Promise(function (resolve) {
-        timer = setTimeout(function () { resolve(owed ? run(owed) : false); }, delay);
+        timer = setTimeout(function () {
+          waiting = false;
+          resolve(owed ? run(owed) : false);
+        }, delay);
       });
     }
 

@@ -17,7 +17,8 @@ from app.features.stages.schemas import MaskSpec, PositionalKind
 from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
-from app.web.figures import Series, heatmap, log_log_lines, small_multiples
+from app.web.figures import Series, heatmap, log_log_lines
+from app.web.multiples import small_multiples
 
 HEADS_PAGE_MAX_TOKENS = 32
 

@@ -339,6 +339,16 @@ def progress_map(
     return fig
 
 
+@dataclass(frozen=True)
+class TitledFigure:
+    """A figure with what a page shows beside it, so templates never read plotly's internals:
+    its title (the caption and the table's) and the column labels of its table."""
+
+    fig: dict[str, Any]
+    title: str
+    columns: list[str]
+
+
 MOVED_TO_MULTIPLES = ("heatmap_grid", "small_multiples", "thumbnail")
 
 

@@ -10,6 +10,12 @@ where (·)_i is the i-th block of d_head columns. The first x is
 LayerNorm(word + position + token-type embeddings). The encoder is bidirectional: every
 token sees every token (one sentence, no padding, so the mask hides nothing).
 
+Switching a head off (ablation) zeroes its block of the concatenation before W_O, which is
+what a head mask of 0 does in the reference implementation: the head still attends, but
+nothing it found reaches the rest of the model. Everything downstream is recomputed.
+`forward` keeps every stage of one run; `run_layers` runs many ablations of one sentence
+at once, as (B, n, d_model) arrays, keeping only the hidden states.
+
 Row-vector convention as in app/attention.py: Q = x·W_Q, so W_Q is d_model × d_model here.
 The weight files store each Linear layer as (out, in); `load_encoder` transposes them.
 Each head's stages come from app/attention.py's `attend`, the same code as the lab's head.
@@ -17,6 +23,7 @@ Each head's stages come from app/attention.py's `attend`, the same code as the l
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,14 +179,18 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the forward pass
 
+Head = tuple[int, int]  # (layer, head), 0-based
+
 
 @dataclass(frozen=True)
 class LayerStages:
-    """What one layer computed: its input and every head's stages."""
+    """What one layer computed: its input, every head's stages, what attention added."""
 
     x: np.ndarray  # (n, d_model) the hidden state entering the layer
     heads: list[HeadStages]  # h heads, each with q, k, v of width d_head
+    attention: np.ndarray  # (n, d_model) the attention block's part: concat·W_O + b_O
     output: np.ndarray  # (n, d_model) the hidden state leaving the layer
+    ablated: frozenset[int] = frozenset()  # heads whose output was zeroed before W_O
 
     @property
     def weights(self) -> np.ndarray:
@@ -202,6 +213,10 @@ class EncoderStages:
     def weights(self) -> np.ndarray:
         return np.stack([layer.weights for layer in self.layers])  # (L, h, n, n)
 
+    @property
+    def ablated(self) -> frozenset[Head]:
+        return frozenset((n, i) for n, layer in enumerate(self.layers) for i in layer.ablated)
+
 
 def embed(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray) -> np.ndarray:
     """LayerNorm(word[id] + position[p] + token_type[type]) for each position p."""
@@ -216,8 +231,18 @@ def split_heads(y: np.ndarray, heads: int) -> np.ndarray:
     return np.ascontiguousarray(y.reshape(n, heads, width // heads).transpose(1, 0, 2))
 
 
+def feed_forward(a: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
+    """LayerNorm(a + GELU(a·W_1 + b_1)·W_2 + b_2), row by row (any leading shape)."""
+    hidden = gelu(a @ weights.w_1 + weights.b_1)  # (…, n, d_ff)
+    return layer_norm(a + hidden @ weights.w_2 + weights.b_2, weights.norm_2, config.eps)
+
+
 def encoder_layer(
-    x: np.ndarray, weights: LayerWeights, config: EncoderConfig, allowed: np.ndarray
+    x: np.ndarray,
+    weights: LayerWeights,
+    config: EncoderConfig,
+    allowed: np.ndarray,
+    ablated: frozenset[int] = frozenset(),
 ) -> LayerStages:
     """Multi-head self-attention, then the feed-forward block, each with residual + norm."""
     h = config.heads
@@ -225,28 +250,133 @@ def encoder_layer(
     k = split_heads(x @ weights.w_k + weights.b_k, h)
     v = split_heads(x @ weights.w_v + weights.b_v, h)
     heads = [attend(q[i], k[i], v[i], allowed) for i in range(h)]
-    concat = np.concatenate([head.output for head in heads], axis=-1)  # (n, h·d_head)
-    a = layer_norm(x + concat @ weights.w_o + weights.b_o, weights.norm_1, config.eps)
-    hidden = gelu(a @ weights.w_1 + weights.b_1)  # (n, d_ff)
-    out = layer_norm(a + hidden @ weights.w_2 + weights.b_2, weights.norm_2, config.eps)
-    return LayerStages(x, heads, out)
+    outputs = [
+        np.zeros_like(hd.output) if i in ablated else hd.output for i, hd in enumerate(heads)
+    ]
+    concat = np.concatenate(outputs, axis=-1)  # (n, h·d_head)
+    attention = concat @ weights.w_o + weights.b_o  # (n, d_model)
+    a = layer_norm(x + attention, weights.norm_1, config.eps)
+    return LayerStages(x, heads, attention, feed_forward(a, weights, config), ablated)
 
 
-def forward(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray | None = None) -> EncoderStages:
-    """Run one sentence (token ids, [CLS] … [SEP]) through every layer."""
+def check_heads(config: EncoderConfig, heads: Collection[Head]) -> None:
+    """Refuse a (layer, head) pair the encoder does not have."""
+    for layer, head in heads:
+        if not (0 <= layer < config.layers and 0 <= head < config.heads):
+            raise ValueError(
+                f"head ({layer}, {head}) does not exist: layers 0–{config.layers - 1}, "
+                f"heads 0–{config.heads - 1}"
+            )
+
+
+def forward(
+    encoder: Encoder,
+    ids: np.ndarray,
+    type_ids: np.ndarray | None = None,
+    ablate: Collection[Head] = (),
+) -> EncoderStages:
+    """Run one sentence (token ids, [CLS] … [SEP]) through every layer, `ablate` switched off."""
+    check_heads(encoder.config, ablate)
     ids = np.asarray(ids)
     type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
     allowed = build_mask(len(ids))  # bidirectional, nothing padded: every key visible
     embeddings = x = embed(encoder, ids, type_ids)
     layers = []
-    for weights in encoder.layers:
-        layer = encoder_layer(x, weights, encoder.config, allowed)
+    for number, weights in enumerate(encoder.layers):
+        off = frozenset(i for layer, i in ablate if layer == number)
+        layer = encoder_layer(x, weights, encoder.config, allowed, off)
         layers.append(layer)
         x = layer.output
     return EncoderStages(embeddings, layers)
 
 
 def sentence_embedding(last_hidden: np.ndarray) -> np.ndarray:
-    """The sentence vector: the mean of the last hidden states, scaled to length 1."""
-    pooled = last_hidden.mean(axis=0)  # (d_model,)
-    return pooled / np.linalg.norm(pooled)
+    """The sentence vector: the mean of the last hidden states, scaled to length 1.
+
+    Any leading shape: (n, d_model) → (d_model,), (B, n, d_model) → (B, d_model).
+    """
+    pooled = last_hidden.mean(axis=-2)  # (…, d_model)
+    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------- many ablations at once
+
+
+def head_gates(config: EncoderConfig, ablate: Collection[Head] = ()) -> np.ndarray:
+    """(L, h): 1 for a head that is on, 0 for one switched off."""
+    check_heads(config, ablate)
+    gates = np.ones((config.layers, config.heads), dtype=np.float32)
+    for layer, head in ablate:
+        gates[layer, head] = 0.0
+    return gates
+
+
+def batched_attention(x: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
+    """Every head's output for B hidden states at once: (B, n, d_model) → (B, h, n, d_head).
+
+    Bidirectional and unpadded, as in `forward`: softmax(q·kᵀ / √d_head) · v with the row
+    maximum subtracted first.
+    """
+    b, n, _ = x.shape
+    h, d_head = config.heads, config.d_head
+
+    def project(w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        return (x @ w + bias).reshape(b, n, h, d_head).transpose(0, 2, 1, 3)  # (B, h, n, d_head)
+
+    q = project(weights.w_q, weights.b_q)
+    k = project(weights.w_k, weights.b_k)
+    v = project(weights.w_v, weights.b_v)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.float32(math.sqrt(d_head))  # (B, h, n, n)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v  # (B, h, n, d_head)
+
+
+def gated_layer(
+    x: np.ndarray,
+    outputs: np.ndarray,
+    gates: np.ndarray,
+    weights: LayerWeights,
+    config: EncoderConfig,
+) -> np.ndarray:
+    """The rest of a layer from its heads' outputs (B, h, n, d_head), each gated by (B, h)."""
+    b, h, n, d_head = outputs.shape
+    gated = outputs * gates[:, :, None, None].astype(outputs.dtype)
+    concat = gated.transpose(0, 2, 1, 3).reshape(b, n, h * d_head)  # (B, n, h·d_head)
+    a = layer_norm(x + concat @ weights.w_o + weights.b_o, weights.norm_1, config.eps)
+    return feed_forward(a, weights, config)  # (B, n, d_model)
+
+
+def run_layers(encoder: Encoder, x: np.ndarray, gates: np.ndarray, start: int = 0) -> np.ndarray:
+    """B runs at once from the hidden states (B, n, d_model) entering layer `start`.
+
+    gates: (B, L, h), run b's head gates. Returns the last hidden states (B, n, d_model).
+    """
+    for number in range(start, encoder.config.layers):
+        weights = encoder.layers[number]
+        outputs = batched_attention(x, weights, encoder.config)
+        x = gated_layer(x, outputs, gates[:, number], weights, encoder.config)
+    return x
+
+
+def single_head_ablations(encoder: Encoder, stages: EncoderStages) -> np.ndarray:
+    """(L, h, d_model): the sentence embedding with each head switched off in turn.
+
+    On top of whatever `stages` had already switched off. Switching off a head of layer l
+    changes nothing before layer l, and not that layer's attention weights either: each
+    layer's h variants start from the run's own hidden state and head outputs, and only
+    the layers after it are run again, h at a time.
+    """
+    config = encoder.config
+    h = config.heads
+    base = head_gates(config, stages.ablated)
+    embeddings = np.empty((config.layers, h, config.d_model), dtype=np.float32)
+    for number, layer in enumerate(stages.layers):
+        gates = np.repeat(base[None], h, axis=0)  # (h, L, h): variant i …
+        gates[np.arange(h), number, np.arange(h)] = 0.0  # … also switches head i off
+        outputs = np.stack([head.output for head in layer.heads])  # (h, n, d_head)
+        x = np.broadcast_to(layer.x, (h, *layer.x.shape))  # (h, n, d_model)
+        x = gated_layer(x, np.broadcast_to(outputs, (h, *outputs.shape)), gates[:, number],
+                        encoder.layers[number], config)  # fmt: skip
+        last = run_layers(encoder, x, gates, number + 1)
+        embeddings[number] = sentence_embedding(last)
+    return embeddings

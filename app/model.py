@@ -13,12 +13,13 @@ token sees every token (one sentence, no padding, so the mask hides nothing).
 Switching a head off (ablation) zeroes its block of the concatenation before W_O, which is
 what a head mask of 0 does in the reference implementation: the head still attends, but
 nothing it found reaches the rest of the model. Everything downstream is recomputed.
-`forward` keeps every stage of one run; `run_layers` runs many ablations of one sentence
-at once, as (B, n, d_model) arrays, keeping only the hidden states.
+`forward` keeps every stage of one run; app/math/ablation.py runs many ablations of one
+sentence at once.
 
 Row-vector convention as in app/attention.py: Q = x·W_Q, so W_Q is d_model × d_model here.
 The weight files store each Linear layer as (out, in); `load_encoder` transposes them.
-Each head's stages come from app/attention.py's `attend`, the same code as the lab's head.
+Each head's stages are those of app/attention.py's `attend`, the lab's head (the tests hold
+them to it), computed for all h heads at once.
 """
 
 import json
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from app.attention import HeadStages, attend, build_mask
+from app.attention import HeadStages, build_mask, masked_softmax
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -162,14 +163,24 @@ _ERFC_COEFFICIENTS = (
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
-    """The complementary error function 1 − erf(x), elementwise (numpy has no erf)."""
+    """The complementary error function 1 − erf(x), elementwise (numpy has no erf).
+
+    Worked in place on two arrays of x's shape: at 256 word pieces the feed-forward block
+    calls it on 256 × 1536 numbers per layer.
+    """
     z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = np.zeros_like(t)
-    for c in reversed(_ERFC_COEFFICIENTS):
-        poly = poly * t + c
-    tail = t * np.exp(poly - z * z)
-    return np.where(x >= 0, tail, 2.0 - tail)
+    t = 0.5 * z
+    t += 1.0
+    np.reciprocal(t, out=t)  # t = 1 / (1 + z/2)
+    poly = np.full_like(t, _ERFC_COEFFICIENTS[-1])
+    for c in reversed(_ERFC_COEFFICIENTS[:-1]):
+        poly *= t
+        poly += c
+    np.square(z, out=z)
+    poly -= z  # P(t) − z²
+    np.exp(poly, out=poly)
+    poly *= t  # the tail t·exp(−z² + P(t)) = erfc(|x|)
+    return np.where(x >= 0, poly, 2.0 - poly)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -231,6 +242,32 @@ def split_heads(y: np.ndarray, heads: int) -> np.ndarray:
     return np.ascontiguousarray(y.reshape(n, heads, width // heads).transpose(1, 0, 2))
 
 
+def attend_heads(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray
+) -> list[HeadStages]:
+    """`attend` for h heads at once: q, k, v (h, n, d_head) → h HeadStages (views of (h, n, n)).
+
+    softmax(q·kᵀ / √d_head + M) · v. With every key visible (the encoder's case) M = 0, the
+    masked scores are the scaled ones, and the softmax needs no mask.
+    """
+    scale_factor = float(np.sqrt(q.shape[-1]))
+    scores = q @ k.transpose(0, 2, 1)  # (h, n, n)
+    scaled = scores / scale_factor
+    if allowed.all():
+        masked = scaled
+        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+    else:
+        masked = np.where(allowed, scaled, -np.inf)
+        weights = masked_softmax(scaled, allowed)
+    output = weights @ v  # (h, n, d_head)
+    return [
+        HeadStages(q[i], k[i], v[i], scores[i], scale_factor, scaled[i], allowed, masked[i],
+                   weights[i], output[i])
+        for i in range(len(q))
+    ]  # fmt: skip
+
+
 def feed_forward(a: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
     """LayerNorm(a + GELU(a·W_1 + b_1)·W_2 + b_2), row by row (any leading shape)."""
     hidden = gelu(a @ weights.w_1 + weights.b_1)  # (…, n, d_ff)
@@ -249,7 +286,7 @@ def encoder_layer(
     q = split_heads(x @ weights.w_q + weights.b_q, h)  # (h, n, d_head)
     k = split_heads(x @ weights.w_k + weights.b_k, h)
     v = split_heads(x @ weights.w_v + weights.b_v, h)
-    heads = [attend(q[i], k[i], v[i], allowed) for i in range(h)]
+    heads = attend_heads(q, k, v, allowed)
     outputs = [
         np.zeros_like(hd.output) if i in ablated else hd.output for i, hd in enumerate(heads)
     ]
@@ -297,86 +334,3 @@ def sentence_embedding(last_hidden: np.ndarray) -> np.ndarray:
     """
     pooled = last_hidden.mean(axis=-2)  # (…, d_model)
     return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
-
-
-# ---------------------------------------------------------------- many ablations at once
-
-
-def head_gates(config: EncoderConfig, ablate: Collection[Head] = ()) -> np.ndarray:
-    """(L, h): 1 for a head that is on, 0 for one switched off."""
-    check_heads(config, ablate)
-    gates = np.ones((config.layers, config.heads), dtype=np.float32)
-    for layer, head in ablate:
-        gates[layer, head] = 0.0
-    return gates
-
-
-def batched_attention(x: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
-    """Every head's output for B hidden states at once: (B, n, d_model) → (B, h, n, d_head).
-
-    Bidirectional and unpadded, as in `forward`: softmax(q·kᵀ / √d_head) · v with the row
-    maximum subtracted first.
-    """
-    b, n, _ = x.shape
-    h, d_head = config.heads, config.d_head
-
-    def project(w: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        return (x @ w + bias).reshape(b, n, h, d_head).transpose(0, 2, 1, 3)  # (B, h, n, d_head)
-
-    q = project(weights.w_q, weights.b_q)
-    k = project(weights.w_k, weights.b_k)
-    v = project(weights.w_v, weights.b_v)
-    scores = q @ k.transpose(0, 1, 3, 2) / np.float32(math.sqrt(d_head))  # (B, h, n, n)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)) @ v  # (B, h, n, d_head)
-
-
-def gated_layer(
-    x: np.ndarray,
-    outputs: np.ndarray,
-    gates: np.ndarray,
-    weights: LayerWeights,
-    config: EncoderConfig,
-) -> np.ndarray:
-    """The rest of a layer from its heads' outputs (B, h, n, d_head), each gated by (B, h)."""
-    b, h, n, d_head = outputs.shape
-    gated = outputs * gates[:, :, None, None].astype(outputs.dtype)
-    concat = gated.transpose(0, 2, 1, 3).reshape(b, n, h * d_head)  # (B, n, h·d_head)
-    a = layer_norm(x + concat @ weights.w_o + weights.b_o, weights.norm_1, config.eps)
-    return feed_forward(a, weights, config)  # (B, n, d_model)
-
-
-def run_layers(encoder: Encoder, x: np.ndarray, gates: np.ndarray, start: int = 0) -> np.ndarray:
-    """B runs at once from the hidden states (B, n, d_model) entering layer `start`.
-
-    gates: (B, L, h), run b's head gates. Returns the last hidden states (B, n, d_model).
-    """
-    for number in range(start, encoder.config.layers):
-        weights = encoder.layers[number]
-        outputs = batched_attention(x, weights, encoder.config)
-        x = gated_layer(x, outputs, gates[:, number], weights, encoder.config)
-    return x
-
-
-def single_head_ablations(encoder: Encoder, stages: EncoderStages) -> np.ndarray:
-    """(L, h, d_model): the sentence embedding with each head switched off in turn.
-
-    On top of whatever `stages` had already switched off. Switching off a head of layer l
-    changes nothing before layer l, and not that layer's attention weights either: each
-    layer's h variants start from the run's own hidden state and head outputs, and only
-    the layers after it are run again, h at a time.
-    """
-    config = encoder.config
-    h = config.heads
-    base = head_gates(config, stages.ablated)
-    embeddings = np.empty((config.layers, h, config.d_model), dtype=np.float32)
-    for number, layer in enumerate(stages.layers):
-        gates = np.repeat(base[None], h, axis=0)  # (h, L, h): variant i …
-        gates[np.arange(h), number, np.arange(h)] = 0.0  # … also switches head i off
-        outputs = np.stack([head.output for head in layer.heads])  # (h, n, d_head)
-        x = np.broadcast_to(layer.x, (h, *layer.x.shape))  # (h, n, d_model)
-        x = gated_layer(x, np.broadcast_to(outputs, (h, *outputs.shape)), gates[:, number],
-                        encoder.layers[number], config)  # fmt: skip
-        last = run_layers(encoder, x, gates, number + 1)
-        embeddings[number] = sentence_embedding(last)
-    return embeddings

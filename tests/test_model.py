@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from app import model as bert
+from app.attention import attend
+from app.math import ablation
 from app.model_store import LoadedModel, load_model, word_pieces
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "model_reference.npz"
@@ -77,6 +79,15 @@ def test_a_head_is_its_column_block_of_the_projections(loaded: LoadedModel, case
     np.testing.assert_allclose(head.v, layer.x @ weights.w_v[:, block] + weights.b_v[block])
     assert head.q.shape == (len(case["pieces"].tokens), 32)
     assert head.scale_factor == pytest.approx(math.sqrt(32))
+
+
+def test_all_heads_at_once_are_the_labs_one_head_stages(case: dict) -> None:
+    for layer in case["stages"].layers[::5]:
+        for head in layer.heads:
+            one = attend(head.q, head.k, head.v, head.allowed)
+            for name in ("scores", "scaled", "masked", "weights", "output"):
+                np.testing.assert_allclose(getattr(head, name), getattr(one, name), atol=1e-6)
+            assert head.scale_factor == one.scale_factor
 
 
 def test_the_encoder_is_bidirectional_and_rows_sum_to_one(case: dict) -> None:
@@ -201,10 +212,13 @@ def test_batched_layers_agree_with_the_forward_pass(loaded: LoadedModel, cat: tu
     ids, plain = cat
     ablate = [(1, 4), (4, 0)]
     gates = np.stack(
-        [bert.head_gates(loaded.encoder.config), bert.head_gates(loaded.encoder.config, ablate)]
+        [
+            ablation.head_gates(loaded.encoder.config),
+            ablation.head_gates(loaded.encoder.config, ablate),
+        ]
     )
     x = np.broadcast_to(plain.embeddings, (2, *plain.embeddings.shape))
-    last = bert.run_layers(loaded.encoder, x, gates)
+    last = ablation.run_layers(loaded.encoder, x, gates)
     np.testing.assert_allclose(last[0], plain.layers[-1].output, atol=1e-5)
     off = bert.forward(loaded.encoder, ids, ablate=ablate)
     np.testing.assert_allclose(last[1], off.layers[-1].output, atol=1e-5)
@@ -216,7 +230,7 @@ def test_each_head_off_alone_agrees_with_its_own_forward_pass(
 ) -> None:
     ids, _ = cat
     base = bert.forward(loaded.encoder, ids, ablate=already_off)
-    sweep = bert.single_head_ablations(loaded.encoder, base)
+    sweep = ablation.single_head_ablations(loaded.encoder, base)
     assert sweep.shape == (6, 12, 384)
     for layer, head in [(0, 0), (0, 2), (1, 3), (2, 7), (3, 11), (4, 0), (5, 5), (5, 11)]:
         one = bert.forward(loaded.encoder, ids, ablate={*already_off, (layer, head)})

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from app import model as bert
+from app.math import ablation
 from app.math import similarity as sim
 from app.model_store import load_model, word_pieces
 
@@ -58,7 +59,7 @@ def test_ranking_the_models_heads_for_two_sentences() -> None:
     loaded = load_model()
     runs = [bert.forward(loaded.encoder, word_pieces(loaded, t).ids) for t in QUICKSTART[:2]]
     base = float(sim.cosine(*(bert.sentence_embedding(r.layers[-1].output) for r in runs)))
-    sweeps = [bert.single_head_ablations(loaded.encoder, r) for r in runs]
+    sweeps = [ablation.single_head_ablations(loaded.encoder, r) for r in runs]
     ranking = sim.rank_heads(base, sim.cosine(*sweeps))
     assert len(ranking) == 72
     assert len({(e.layer, e.head) for e in ranking}) == 72

@@ -2,7 +2,7 @@
 
 import uvicorn
 
-from app.config import environment_settings
+from app.settings import environment_settings
 
 
 def main() -> None:

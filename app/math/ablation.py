@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 import numpy as np
 
-from app.model import (
+from app.math.minilm import (
     Encoder,
     EncoderConfig,
     EncoderStages,

@@ -116,7 +116,7 @@ def child() -> None:
     rows.append({"n": "ranking", "ours": rank_median * 1e3, "best": rank_best * 1e3,
                  "cpu": rank_cpu * 1e3})  # fmt: skip
     request = ModelRequest(text=" ".join(["word"] * 30), layer=0, head=0)
-    (api,) = median_seconds([lambda: dumps(compute_model(request, Settings()))], 30)
+    (api,) = median_seconds([lambda: dumps(compute_model(request, Settings()).json())], 30)
     print(json.dumps({"load_s": load_s, "rss_before": before, "rss_after": rss_mib(),
                       "rows": rows, "api": api * 1e3}))  # fmt: skip
 

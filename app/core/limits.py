@@ -19,7 +19,10 @@ HARD_MAX_HEADS = 64
 MAX_TEXT_CHARS = 1000
 
 
-MAX_WORD_PIECES = 128  # what all-MiniLM-L6-v2 was trained to read, [CLS] and [SEP] included
+MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
+
+
+MAX_RANKED_PIECES = 64  # the 72-head ranking runs 144 passes: offered for sentences up to this
 
 
 MAX_SEQ_LEN = 1_000_000_000

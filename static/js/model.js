@@ -28,4 +28,12 @@
     }
     grid.on("plotly_click", function (event) { openHead(event.points[0]); });
   });
+
+  // A select marked data-autosubmit (the role filter, the heads drawn as lines) runs the
+  // form as soon as it changes; its button stays for a browser without JavaScript.
+  document.addEventListener("change", function (event) {
+    const select = event.target;
+    if (!(select instanceof HTMLSelectElement) || !select.hasAttribute("data-autosubmit")) return;
+    if (select.form) select.form.requestSubmit();
+  });
 })();

@@ -1,5 +1,7 @@
 """A real trained model's heads: POST /api/model and the page /model."""
 
+from typing import Any
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
@@ -24,11 +26,13 @@ MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model no
 )
 def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
     """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
-    return JSONResponse(compute_model(req, settings))
+    return JSONResponse(compute_model(req, settings).json())
 
 
 @pages.get("/model", response_class=HTMLResponse)
 def model_html(request: Request, settings: SettingsDep) -> HTMLResponse:
     """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
-    context, status = model_page(dict(request.query_params), settings)
+    params: dict[str, Any] = dict(request.query_params)
+    params["off"] = request.query_params.getlist("off")  # one per head switched off
+    context, status = model_page(params, settings)
     return templates.TemplateResponse(request, "model/model.html", context, status_code=status)

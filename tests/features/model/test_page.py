@@ -70,7 +70,7 @@ def test_special_tokens_can_be_hidden(client: TestClient) -> None:
         ({"layer": "9"}, 422, "layer is 9 but there are 6 layers"),
         ({"head": "x"}, 422, 'head must be a whole number such as 2, not "x"'),
         ({"text": ""}, 422, "text is empty; type a sentence"),
-        ({"text": "word " * 200}, 422, "202 word pieces"),
+        ({"text": "a " * 300}, 422, "302 word pieces"),
     ],
 )
 def test_bad_input_shows_what_to_fix(

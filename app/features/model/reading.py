@@ -30,7 +30,7 @@ HEAD_COLOURS = (
 )  # fmt: skip
 LINE_WINDOW = 40  # word pieces per column of the line view
 LINE_MIN_WEIGHT = 0.02  # lighter lines are not drawn (they would be invisible anyway)
-GRID_CELLS = 40  # a head's thumbnail in the grid has at most this many rows and columns
+GRID_CELLS = 32  # a head's thumbnail in the grid has at most this many rows and columns
 
 
 def head_name(layer: int, head: int) -> str:

@@ -18,15 +18,29 @@
     window.location.assign(url.toString());
   }
 
+  // figures.js draws a figure far down the page only when it comes near the viewport or
+  // the browser is idle; plotly gives the element its .on() when it starts drawing it.
+  function whenDrawn(el, then) {
+    if (typeof el.on === "function") { then(); return; }
+    const watcher = new MutationObserver(function () {
+      if (typeof el.on !== "function") return;
+      watcher.disconnect();
+      then();
+    });
+    watcher.observe(el, { childList: true });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const grid = document.querySelector('[data-figure="fig-grid"]');
     const form = document.querySelector(".model-form");
-    if (!grid || typeof grid.on !== "function") return;
+    if (!grid) return;
     if (form && !new URL(window.location.href).searchParams.has("text")) {
       // The default page: carry its sentence into the URL so that a click keeps it.
       window.history.replaceState(null, "", "?" + new URLSearchParams(new FormData(form)));
     }
-    grid.on("plotly_click", function (event) { openHead(event.points[0]); });
+    whenDrawn(grid, function () {
+      grid.on("plotly_click", function (event) { openHead(event.points[0]); });
+    });
   });
 
   // A select marked data-autosubmit (the role filter, the heads drawn as lines) runs the

@@ -22,7 +22,7 @@ MAX_TEXT_CHARS = 1000
 MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
 
 
-MAX_RANKED_PIECES = 64  # the 72-head ranking runs 144 passes: offered for sentences up to this
+MAX_RANKED_PIECES = 48  # the 72-head ranking runs 144 passes: offered for sentences up to this
 
 
 MAX_SEQ_LEN = 1_000_000_000

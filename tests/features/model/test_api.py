@@ -81,7 +81,7 @@ def test_one_heads_stages(client: TestClient) -> None:
         (
             {"text": "a " * 70, "compare_text": "a", "rank_heads": True},
             ["body", "rank_heads"],
-            "at most 64 word pieces",
+            "at most 48 word pieces",
         ),
         ({"text": SENTENCE, "layer": 6, "head": 0}, ["body", "layer"], "numbered 0 to 5"),
         ({"text": SENTENCE, "layer": 0, "head": 12}, ["body", "head"], "numbered 0 to 11"),

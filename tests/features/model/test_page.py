@@ -253,3 +253,17 @@ def test_a_second_sentence_shows_the_similarity_and_the_ranking(client: TestClie
     assert rows[0] == ("1", f"layer {first['layer']} head {first['head']}")
     assert len(rows) == 10
     assert section(html, "ranking-rest").count("<tr>") == 62
+
+
+def test_long_sentences_get_the_similarity_without_the_ranking(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 60}).text)
+    assert 'id="similarity-result"' in html
+    assert 'id="ranking-table"' not in html
+    assert "it is offered when both have at most 48 word pieces" in html
+
+
+def test_the_reading_is_in_spanish(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT, "lang": "es"}).text)
+    assert "Qué hace cada cabeza en esta frase" in html
+    assert "token anterior 1.00" in html
+    assert "1 cabeza: capa 0 cabeza 2" in " ".join(html.split())

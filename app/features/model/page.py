@@ -147,6 +147,17 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
         ],
     }
     view["all_on"] = page_link(page, off=[])
+    request = {
+        "text": page.text,
+        "layer": layer,
+        "head": chosen,
+        "query": result.head["query"]["index"],
+    }
+    if result.ablate:
+        request["ablate"] = [list(pair) for pair in result.ablate]
+    if result.compare is not None:
+        request.update(compare_text=page.compare, rank_heads=result.ranking is not None)
+    view["request_json"] = request
     view["ranked_pieces"] = MAX_RANKED_PIECES
     lines = view["lines"]
     view["window_links"] = {

@@ -255,7 +255,8 @@ def attend_heads(
     scaled = scores / scale_factor
     if allowed.all():
         masked = scaled
-        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        weights = scaled - scaled.max(axis=-1, keepdims=True)  # (h, n, n), ≤ 0
+        np.exp(weights, out=weights)
         weights /= weights.sum(axis=-1, keepdims=True)
     else:
         masked = np.where(allowed, scaled, -np.inf)

@@ -163,3 +163,22 @@ def test_two_sentences_and_the_heads_their_similarity_needs(page: Page) -> None:
     expect(rows.first.locator("th")).to_have_text(f"layer {first['layer']} head {first['head']}")
     expect(rows.first.locator("td").nth(1)).to_have_text(fmt(first["similarity"], 4))
     assert axe_violations(page) == []
+
+
+def test_256_word_pieces_stay_readable(page: Page) -> None:
+    text = " ".join(["a"] * 100 + ["b"] * 100 + ["c"] * 54)  # 254 + [CLS], [SEP]
+    page.goto("/model")
+    page.fill("#text", text)
+    page.click("button[type=submit]")
+    expect(page.locator("#pieces li")).to_have_count(256)
+    expect(page.locator(".window-nav")).to_contain_text("Pieces 0 to 39 of 256 are drawn.")
+    grid = page.locator('[data-figure="fig-grid"]')
+    grid.scroll_into_view_if_needed()
+    expect(grid.locator(".hm image")).to_be_visible(timeout=DRAWN)
+    page.click("#lines-later")
+    expect(page.locator(".window-nav")).to_contain_text("Pieces 40 to 79 of 256 are drawn.")
+    expect(page.locator("#lineview .lv-q")).to_have_count(40)
+    page.locator("#lineview .lv-q").first.focus()
+    page.keyboard.press("End")
+    expect(page.locator("#lineview .lv-q").last).to_be_focused()
+    expect(page.locator("#lineview-status")).to_contain_text("query 79: a")

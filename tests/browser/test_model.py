@@ -176,6 +176,7 @@ def test_256_word_pieces_stay_readable(page: Page) -> None:
     grid.scroll_into_view_if_needed()
     expect(grid.locator(".hm image")).to_be_visible(timeout=DRAWN)
     page.click("#lines-later")
+    page.wait_for_url("**start=40*")  # and for the page's scripts (the load event)
     expect(page.locator(".window-nav")).to_contain_text("Pieces 40 to 79 of 256 are drawn.")
     expect(page.locator("#lineview .lv-q")).to_have_count(40)
     page.locator("#lineview .lv-q").first.focus()

@@ -12,15 +12,6 @@ from hashlib import sha256
 
 import numpy as np
 
-# The worked example "The cat sleeps" (seed 000): inputs chosen for easy arithmetic.
-WORKED_TOKENS = ("The", "cat", "sleeps")
-WORKED_QUERY = 1
-WORKED_X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-WORKED_W_Q = np.array([[1.0, 0.5], [0.0, 1.0]])
-WORKED_W_K = np.array([[0.5, 1.0], [1.0, 0.0]])
-WORKED_W_V = np.array([[1.0, -1.0], [0.5, 1.0]])
-
-
 # ---------------------------------------------------------------- masks
 
 

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from app.core import rules
 from app.math import attention as att
 from app.math import heads as mh
 from app.math import kernel as kn
@@ -15,8 +16,8 @@ values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
 
 def worked_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = att.WORKED_X
-    return x @ att.WORKED_W_Q, x @ att.WORKED_W_K, x @ att.WORKED_W_V
+    x = rules.WORKED_X
+    return x @ rules.WORKED_W_Q, x @ rules.WORKED_W_K, x @ rules.WORKED_W_V
 
 
 def random_qkv(n: int, d_k: int = 3, d_v: int = 2, seed: int = 0) -> list[np.ndarray]:
@@ -227,7 +228,7 @@ def test_decoded_rows_equal_full_causal_attention(state: dict) -> None:
 
 
 def test_each_decode_step_adds_one_cache_row_and_one_query() -> None:
-    x, w_q, w_k, w_v = att.WORKED_X, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V
+    x, w_q, w_k, w_v = rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V
     decoding = kn.decode(x, w_q, w_k, w_v, att.causal_mask(3), prompt=1)
     assert decoding.prefill.scores.shape == (1, 1)
     assert [s.position for s in decoding.steps] == [1, 2]
@@ -251,6 +252,6 @@ def test_cache_rows_never_change_once_written() -> None:
 
 
 def test_decoding_refuses_a_mask_that_sees_the_future() -> None:
-    x = att.WORKED_X
+    x = rules.WORKED_X
     with pytest.raises(ValueError, match="causal"):
-        kn.decode(x, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V, np.ones((3, 3), bool), 1)
+        kn.decode(x, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, np.ones((3, 3), bool), 1)

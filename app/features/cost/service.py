@@ -13,6 +13,7 @@ import numpy as np
 
 from app.core.errors import InputError
 from app.core.limits import MAX_SEQ_LEN
+from app.core.rules import kv_heads_problem
 from app.features.cost.presets import PRESETS, PRESETS_BY_ID, ModelPreset
 from app.features.cost.schemas import CostQuery
 from app.math import cost
@@ -76,13 +77,9 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
     head_dim = query.head_dim or base.head_dim
     window = query.window or base.window
     window_layers = query.window_layers or (base.window_layers if window == base.window else None)
-    if heads % kv_heads:
-        raise _query_error(
-            "kv_heads",
-            f"kv_heads is {kv_heads} but heads is {heads}; kv_heads must divide heads so that "
-            f"every key/value head serves the same number of query heads (try "
-            f"{_divisors_hint(heads)})",
-        )
+    problem = kv_heads_problem(heads, kv_heads)
+    if problem:
+        raise _query_error("kv_heads", problem)
     if window_layers is not None and window is None:
         raise _query_error(
             "window_layers",
@@ -96,12 +93,6 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
             f"use at most {layers}",
         )
     return AttentionConfig(layers, heads, kv_heads, head_dim, window, window_layers)
-
-
-def _divisors_hint(heads: int) -> str:
-    divisors = [g for g in range(1, heads + 1) if heads % g == 0]
-    shown = divisors if len(divisors) <= 8 else [*divisors[:4], *divisors[-3:]]
-    return ", ".join(str(g) for g in shown)
 
 
 def _number(value: Fraction) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from app.core.errors import InputError
 from app.core.i18n import gettext
@@ -15,16 +16,25 @@ from app.core.limits import HARD_MAX_TOKENS
 from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.lab.page import MASK_MODES, LabPage
-from app.features.lab.state import StateError, integer
+from app.features.lab.state import LabParams, StateError, Text, integer
 from app.features.lab.url import encode
 from app.features.stages.page import FULL_TABLES_UP_TO, head_stages
 from app.settings import Settings
 from app.web.figures import heatmap, progress_map
 from app.web.templating import fmt
 
-# The page's own parameters, besides the lab state (app/features/lab/state.py): tile sizes, prompt
-# length, and where each walk-through stands.
-KERNEL_PARAMS = ("block_q", "block_k", "prompt", "step", "decode_step")
+
+class KernelParams(LabParams):
+    """The /kernel page's URL: the lab state, plus tile sizes, prompt length, and where each
+    walk-through stands."""
+
+    block_q: Text = Field(None, description="Query rows per tile.")
+    block_k: Text = Field(None, description="Key rows per tile.")
+    prompt: Text = Field(None, description="Tokens in the prefill before decoding.")
+    step: Text = Field(None, description="The tiled walk-through's step.")
+    decode_step: Text = Field(None, description="The decoding walk-through's step.")
+
+
 LAST_STEP = 10**6  # a step past the end shows the last one
 
 
@@ -51,7 +61,7 @@ def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int
 
 def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
     """Both walk-throughs of the lab's state, each at the step named in the URL."""
-    values, problems = read_kernel_params(params, len(page.result["tokens"]))
+    values, problems = read_kernel_params(params, len(page.result.tokens))
     lab = page.state.to_request().model_dump(exclude_none=True)
     blocks = {k: values[k] for k in ("block_q", "block_k") if k in values}
     try:
@@ -69,7 +79,7 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
     return {
         "page": page,
         "messages": {"problems": page.problems + problems, "notes": page.notes},
-        "view": head_stages(page.result),
+        "view": head_stages(page.result.head()),
         "state": state,
         "modes": MASK_MODES,
         "lab_link": "/?" + page.query,

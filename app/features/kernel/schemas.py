@@ -1,6 +1,6 @@
 """The request and response shapes of POST /api/kernel/tiled and /api/kernel/decode."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -12,8 +12,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.core.limits import HARD_MAX_TOKENS, MAX_COUNTED_LENGTH
-from app.features.lab.schemas import AttentionRequest, InputsUsed
-from app.features.stages.schemas import WORKED_EXAMPLE_REQUEST, NumberOrNull, Width
+from app.core.rules import WORKED_EXAMPLE_REQUEST
+from app.features.lab.schemas import AttentionRequest
+from app.features.stages.schemas import NumberOrNull, Width
+from app.math.positional import Positional
 
 
 class LongSequenceSpec(BaseModel):
@@ -76,6 +78,36 @@ class DecodeRequest(KernelRequest):
     prompt: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Tokens in the prefill (1 … n); default ⌊n / 2⌋, at least 1."
     )
+
+
+class ResolvedInputs(BaseModel):
+    """The inputs actually used: generated ones included."""
+
+    tokens: list[str]
+    d_model: int
+    d_k: int
+    d_v: int
+    scale_factor: float
+    positional: Positional
+    x: list[list[float]]
+    x_positioned: list[list[float]] = Field(
+        description="What the projections saw: x + PE for sinusoidal, else x."
+    )
+    w_q: list[list[float]]
+    w_k: list[list[float]]
+    w_v: list[list[float]]
+    mask: dict[str, Any]
+
+
+class InputsUsed(ResolvedInputs):
+    """The lab state as resolved on the server, with its projections and mask."""
+
+    scale: bool
+    q: list[list[float]]
+    k: list[list[float]]
+    v: list[list[float]]
+    allowed: list[list[bool]]
+    empty_rows: list[int]
 
 
 class DecodeCountsResponse(BaseModel):

@@ -11,7 +11,8 @@ from app.core.errors import InputError
 from app.core.limits import MAX_RANKED_PIECES, MAX_WORD_PIECES
 from app.features.model.schemas import ModelRequest
 from app.features.model.store import LoadedModel, Pieces, load_model, word_pieces
-from app.features.stages.service import check_index, query_breakdown, stage_fields
+from app.features.stages.results import StageFields, query_breakdown
+from app.features.stages.service import check_index
 from app.math import ablation
 from app.math import minilm as bert
 from app.math import roles as rl
@@ -196,7 +197,7 @@ def compute_model(
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]
         head = layer.heads[req.head]
-        stage = stage_fields(head)
+        stage = StageFields.of(head)
         extra["head"] = {
             "layer": req.layer,
             "head": req.head,
@@ -204,7 +205,7 @@ def compute_model(
             "scale_factor": head.scale_factor,
             "ablated": req.head in layer.ablated,
             "x": layer.x,
-            **stage,
+            **stage.fields(),
             "query": query_breakdown(pieces.tokens, stage, query),
         }
     means = rl.role_means(weights)

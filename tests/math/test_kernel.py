@@ -8,11 +8,30 @@ from hypothesis.extra.numpy import arrays
 
 from app.core import rules
 from app.math import attention as att
+from app.math import flash as fl
 from app.math import heads as mh
 from app.math import kernel as kn
 
 EXACT = 1e-12
 values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
+
+
+def tiled_steps(q, k, v, mask, block_q: int, block_k: int) -> list[fl.TileStep]:
+    """The query-blocks-outside order (FlashAttention-2), as the lab walks it."""
+    return list(fl.flash_steps(q, k, v, mask, block_q, block_k, "fa2"))
+
+
+def tiled_attention(q, k, v, mask, block_q: int, block_k: int, scale: bool = True) -> np.ndarray:
+    return fl.flash_attention(q, k, v, mask, block_q, block_k, "fa2", scale).output
+
+
+def assemble(steps: list[fl.TileStep], n: int, d_v: int) -> np.ndarray:
+    """The output rows these steps wrote; rows not written yet stay 0."""
+    out = np.zeros((n, d_v))
+    for step in steps:
+        if step.output_rows is not None:
+            out[slice(*step.query_block)] = step.output_rows
+    return out
 
 
 def worked_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -54,7 +73,7 @@ def test_tiled_output_equals_dense_attention(state: dict) -> None:
     q, k, v, allowed, scale = (state[f] for f in ("q", "k", "v", "allowed", "scale"))
     dense = att.attend(q, k, v, allowed, scale)
     mask = kn.mask_from_matrix(allowed)
-    tiled = kn.tiled_attention(q, k, v, mask, state["block_q"], state["block_k"], scale)
+    tiled = tiled_attention(q, k, v, mask, state["block_q"], state["block_k"], scale)
     assert not np.isnan(tiled).any()
     np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
     np.testing.assert_array_equal(tiled[dense.empty_rows], 0.0)
@@ -83,7 +102,7 @@ def test_every_mask_and_block_size_matches_dense(
     q, k, v = random_qkv(7, seed=len(mask_kind))
     allowed = att.build_mask(7, **MASKS[mask_kind])
     dense = att.attend(q, k, v, allowed)
-    tiled = kn.tiled_attention(q, k, v, kn.mask_from_matrix(allowed), block_q, block_k)
+    tiled = tiled_attention(q, k, v, kn.mask_from_matrix(allowed), block_q, block_k)
     np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
 
 
@@ -98,14 +117,14 @@ def test_rows_with_no_visible_key_end_as_zero_with_m_still_minus_infinity() -> N
     allowed = att.build_mask(4, padding=[False, False, False, False])
     allowed[1] = False  # query 1 sees nothing
     allowed[:, 3] = False  # key 3 is hidden from everyone
-    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 2))
     row_1 = [s for s in steps if s.query_block == (0, 2)]
     for step in row_1:
         assert step.m[1] == -np.inf
         assert step.l[1] == 0.0
         assert not np.isnan(step.rescale).any()
         assert not np.isnan(step.p).any()
-    output = kn.assemble(steps, 4, 2)
+    output = assemble(steps, 4, 2)
     assert output[1].tolist() == [0.0, 0.0]
     np.testing.assert_allclose(output, att.attend(q, k, v, allowed).output, rtol=0, atol=EXACT)
 
@@ -113,15 +132,15 @@ def test_rows_with_no_visible_key_end_as_zero_with_m_still_minus_infinity() -> N
 def test_every_key_hidden_gives_a_zero_output_and_skips_every_tile() -> None:
     q, k, v = random_qkv(5)
     allowed = np.zeros((5, 5), dtype=bool)
-    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 3))
+    steps = list(tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 3))
     assert all(s.skipped for s in steps)
-    assert kn.assemble(steps, 5, 2).tolist() == [[0.0, 0.0]] * 5
+    assert assemble(steps, 5, 2).tolist() == [[0.0, 0.0]] * 5
 
 
 def test_worked_example_rescales_sleeps_when_its_maximum_grows() -> None:
     """Query "sleeps" meets score 1.414 (The) first, then 2.121 (itself): the sum shrinks."""
     q, k, v = worked_qkv()
-    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
     assert [(s.query_block, s.key_block, s.skipped) for s in steps] == [
         ((0, 2), (0, 2), False),
         ((0, 2), (2, 3), True),  # The and cat cannot see sleeps: nothing computed
@@ -142,7 +161,7 @@ def test_worked_example_rescales_sleeps_when_its_maximum_grows() -> None:
 
 def test_touched_map_grows_tile_by_tile_and_skipped_tiles_stay_untouched() -> None:
     q, k, v = worked_qkv()
-    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
     maps = kn.touched_maps(steps, 3)
     assert maps[0].sum() == maps[1].sum() == 4
     assert maps[2].sum() == 6
@@ -159,7 +178,7 @@ def test_scores_alive_are_one_tile_and_counts_agree_with_the_closed_form(
     n: int, block_q: int, block_k: int, peak: int, steps: int
 ) -> None:
     q, k, v = random_qkv(n)
-    walk = list(kn.tiled_steps(q, k, v, kn.visible_everywhere, block_q, block_k))
+    walk = list(tiled_steps(q, k, v, kn.visible_everywhere, block_q, block_k))
     counts = kn.tiled_counts(n, block_q, block_k, d_k=3, d_v=2)
     assert max(s.score_entries for s in walk) == counts.tiled_score_entries == peak
     assert len(walk) == counts.steps == steps

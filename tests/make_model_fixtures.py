@@ -7,6 +7,13 @@ states entering layers 0 and 3 and leaving the last layer, and the sentence embe
 (mean pooling over the last hidden states, normalised to length 1, as sentence-transformers
 computes it for this model).
 
+Also two runs with heads switched off (the first sentence): a forward pre-hook on each
+layer's attention output projection zeroes the switched-off heads' slices of its input,
+the concatenated head outputs (transformers 5 has no head_mask); and one input of 256 word
+pieces, the model card's limit. Of the ablated runs only the last layer's weights and
+hidden state and the embedding are kept, of the long one the embedding and the first and
+last rows of the last hidden state and of the last layer's weights: the file stays small.
+
 Not part of the app or of `make test`: it needs PyTorch, which the app never installs.
 To regenerate, in a separate virtual environment (not .venv):
 
@@ -29,12 +36,55 @@ SENTENCES = (
     "Attention lets each word look at every other word.",
 )
 HIDDEN_LAYERS = (0, 3, 6)  # hidden_states[0] is the embeddings, [6] the last layer's output
+ABLATIONS = {  # name: the (layer, head) pairs switched off, on SENTENCES[0]
+    "heads": ((0, 2), (2, 11), (5, 7)),
+    "layer": tuple((3, head) for head in range(12)),
+}
+LONG_PIECES = 256
+LONG_SENTENCE = (
+    "Attention lets each word of a sentence gather what it needs from every other word, "
+    "and a trained encoder stacks six such layers of twelve heads. "
+)
 
 
-def reference(model, tokenizer, text: str) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+def switch_off(model, heads: tuple[tuple[int, int], ...]) -> list:  # type: ignore[no-untyped-def]
+    """Zero each head's d_head columns of the concatenation entering W_O; returns the hooks."""
+    d_head = model.config.hidden_size // model.config.num_attention_heads
+    hooks = []
+    for layer in sorted({layer for layer, _ in heads}):
+        columns = [h for number, h in heads if number == layer]
+
+        def zero(module, args, columns=columns):  # type: ignore[no-untyped-def]
+            (concat,) = args
+            concat = concat.clone()
+            for h in columns:
+                concat[..., h * d_head : (h + 1) * d_head] = 0.0
+            return (concat,)
+
+        dense = model.encoder.layer[layer].attention.output.dense
+        hooks.append(dense.register_forward_pre_hook(zero))
+    return hooks
+
+
+def long_text(tokenizer) -> str:  # type: ignore[no-untyped-def]
+    """LONG_SENTENCE repeated and cut to the word that makes exactly LONG_PIECES pieces."""
+    words = (LONG_SENTENCE * 20).split()
+    for end in range(len(words), 0, -1):
+        text = " ".join(words[:end])
+        if len(tokenizer(text)["input_ids"]) == LONG_PIECES:
+            return text
+    raise RuntimeError(f"no prefix makes {LONG_PIECES} word pieces")
+
+
+def reference(model, tokenizer, text: str, ablate=()) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
     encoded = tokenizer(text, return_tensors="pt")
-    with torch.no_grad():
-        out = model(**encoded, output_attentions=True, output_hidden_states=True)
+    hooks = switch_off(model, ablate)
+    try:
+        with torch.no_grad():
+            out = model(**encoded, output_attentions=True, output_hidden_states=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
     last = out.last_hidden_state[0]  # (n, d_model)
     pooled = torch.nn.functional.normalize(last.mean(dim=0), dim=0)
     ids = encoded["input_ids"][0]
@@ -58,6 +108,22 @@ def main() -> None:
     for s, text in enumerate(SENTENCES):
         for name, value in reference(model, tokenizer, text).items():
             arrays[f"{s}/{name}"] = value
+    for key, heads in ABLATIONS.items():
+        arrays[f"ablate/{key}/heads"] = np.array(heads, dtype=np.int32)
+        for name, value in reference(model, tokenizer, SENTENCES[0], heads).items():
+            if name == "embedding":
+                arrays[f"ablate/{key}/embedding"] = value
+            elif name == "weights":
+                arrays[f"ablate/{key}/last_weights"] = value[-1]  # (h, n, n)
+            elif name == "hidden":
+                arrays[f"ablate/{key}/last_hidden"] = value[-1]  # (n, d_model)
+    text = long_text(tokenizer)
+    long = reference(model, tokenizer, text)
+    arrays["long/text"] = np.array(text)
+    arrays["long/ids"] = long["ids"]
+    arrays["long/embedding"] = long["embedding"]
+    arrays["long/hidden_ends"] = long["hidden"][-1][[0, -1]]  # (2, d_model)
+    arrays["long/weights_ends"] = long["weights"][-1][:, [0, -1]]  # (h, 2, n)
     FIXTURE.parent.mkdir(exist_ok=True)
     np.savez_compressed(FIXTURE, **arrays)
     print(f"wrote {FIXTURE} ({FIXTURE.stat().st_size:,} bytes) with torch {torch.__version__}")

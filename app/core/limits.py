@@ -10,7 +10,8 @@ MAX_COUNTED_LENGTH = 2**24  # long sequences are counted, never built
 MAX_GRID_WIDTH = 8  # the lab edits d_model, d_k and d_v cell by cell: 1 to 8 columns
 
 MAX_TEXT_CHARS = 1000  # a sentence for the trained model
-MAX_WORD_PIECES = 128  # what all-MiniLM-L6-v2 was trained to read, [CLS] and [SEP] included
+MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
+MAX_RANKED_PIECES = 48  # the 72-head ranking runs 144 passes: offered for sentences up to this
 
 MAX_SEQ_LEN = 1_000_000_000  # the cost calculator's longest sequence
 MAX_COUNT = 65_536  # its largest count of heads, layers or sequences

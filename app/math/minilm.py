@@ -10,20 +10,28 @@ where (·)_i is the i-th block of d_head columns. The first x is
 LayerNorm(word + position + token-type embeddings). The encoder is bidirectional: every
 token sees every token (one sentence, no padding, so the mask hides nothing).
 
+Switching a head off (ablation) zeroes its block of the concatenation before W_O, which is
+what a head mask of 0 does in the reference implementation: the head still attends, but
+nothing it found reaches the rest of the model. Everything downstream is recomputed.
+`forward` keeps every stage of one run; app/math/ablation.py runs many ablations of one
+sentence at once.
+
 Row-vector convention as in app/math/attention.py: Q = x·W_Q, so W_Q is d_model × d_model here.
 The weight files store each Linear layer as (out, in); `load_encoder` transposes them.
-Each head's stages come from app/math/attention.py's `attend`, the same code as the lab's head.
+Each head's stages are those of app/math/attention.py's `attend`, the lab's head (the tests
+hold them to it), computed for all h heads at once.
 """
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import load_file
 
-from app.math.attention import HeadStages, attend, build_mask
+from app.math.attention import HeadStages, build_mask, masked_softmax
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -155,14 +163,24 @@ _ERFC_COEFFICIENTS = (
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
-    """The complementary error function 1 − erf(x), elementwise (numpy has no erf)."""
+    """The complementary error function 1 − erf(x), elementwise (numpy has no erf).
+
+    Worked in place on two arrays of x's shape: at 256 word pieces the feed-forward block
+    calls it on 256 × 1536 numbers per layer.
+    """
     z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = np.zeros_like(t)
-    for c in reversed(_ERFC_COEFFICIENTS):
-        poly = poly * t + c
-    tail = t * np.exp(poly - z * z)
-    return np.where(x >= 0, tail, 2.0 - tail)
+    t = 0.5 * z
+    t += 1.0
+    np.reciprocal(t, out=t)  # t = 1 / (1 + z/2)
+    poly = np.full_like(t, _ERFC_COEFFICIENTS[-1])
+    for c in reversed(_ERFC_COEFFICIENTS[:-1]):
+        poly *= t
+        poly += c
+    np.square(z, out=z)
+    poly -= z  # P(t) − z²
+    np.exp(poly, out=poly)
+    poly *= t  # the tail t·exp(−z² + P(t)) = erfc(|x|)
+    return np.where(x >= 0, poly, 2.0 - poly)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -172,14 +190,18 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the forward pass
 
+Head = tuple[int, int]  # (layer, head), 0-based
+
 
 @dataclass(frozen=True)
 class LayerStages:
-    """What one layer computed: its input and every head's stages."""
+    """What one layer computed: its input, every head's stages, what attention added."""
 
     x: np.ndarray  # (n, d_model) the hidden state entering the layer
     heads: list[HeadStages]  # h heads, each with q, k, v of width d_head
+    attention: np.ndarray  # (n, d_model) the attention block's part: concat·W_O + b_O
     output: np.ndarray  # (n, d_model) the hidden state leaving the layer
+    ablated: frozenset[int] = frozenset()  # heads whose output was zeroed before W_O
 
     @property
     def weights(self) -> np.ndarray:
@@ -202,6 +224,10 @@ class EncoderStages:
     def weights(self) -> np.ndarray:
         return np.stack([layer.weights for layer in self.layers])  # (L, h, n, n)
 
+    @property
+    def ablated(self) -> frozenset[Head]:
+        return frozenset((n, i) for n, layer in enumerate(self.layers) for i in layer.ablated)
+
 
 def embed(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray) -> np.ndarray:
     """LayerNorm(word[id] + position[p] + token_type[type]) for each position p."""
@@ -216,37 +242,96 @@ def split_heads(y: np.ndarray, heads: int) -> np.ndarray:
     return np.ascontiguousarray(y.reshape(n, heads, width // heads).transpose(1, 0, 2))
 
 
+def attend_heads(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray
+) -> list[HeadStages]:
+    """`attend` for h heads at once: q, k, v (h, n, d_head) → h HeadStages (views of (h, n, n)).
+
+    softmax(q·kᵀ / √d_head + M) · v. With every key visible (the encoder's case) M = 0, the
+    masked scores are the scaled ones, and the softmax needs no mask.
+    """
+    scale_factor = float(np.sqrt(q.shape[-1]))
+    scores = q @ k.transpose(0, 2, 1)  # (h, n, n)
+    scaled = scores / scale_factor
+    if allowed.all():
+        masked = scaled
+        weights = scaled - scaled.max(axis=-1, keepdims=True)  # (h, n, n), ≤ 0
+        np.exp(weights, out=weights)
+        weights /= weights.sum(axis=-1, keepdims=True)
+    else:
+        masked = np.where(allowed, scaled, -np.inf)
+        weights = masked_softmax(scaled, allowed)
+    output = weights @ v  # (h, n, d_head)
+    return [
+        HeadStages(q[i], k[i], v[i], scores[i], scale_factor, scaled[i], allowed, masked[i],
+                   weights[i], output[i])
+        for i in range(len(q))
+    ]  # fmt: skip
+
+
+def feed_forward(a: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
+    """LayerNorm(a + GELU(a·W_1 + b_1)·W_2 + b_2), row by row (any leading shape)."""
+    hidden = gelu(a @ weights.w_1 + weights.b_1)  # (…, n, d_ff)
+    return layer_norm(a + hidden @ weights.w_2 + weights.b_2, weights.norm_2, config.eps)
+
+
 def encoder_layer(
-    x: np.ndarray, weights: LayerWeights, config: EncoderConfig, allowed: np.ndarray
+    x: np.ndarray,
+    weights: LayerWeights,
+    config: EncoderConfig,
+    allowed: np.ndarray,
+    ablated: frozenset[int] = frozenset(),
 ) -> LayerStages:
     """Multi-head self-attention, then the feed-forward block, each with residual + norm."""
     h = config.heads
     q = split_heads(x @ weights.w_q + weights.b_q, h)  # (h, n, d_head)
     k = split_heads(x @ weights.w_k + weights.b_k, h)
     v = split_heads(x @ weights.w_v + weights.b_v, h)
-    heads = [attend(q[i], k[i], v[i], allowed) for i in range(h)]
-    concat = np.concatenate([head.output for head in heads], axis=-1)  # (n, h·d_head)
-    a = layer_norm(x + concat @ weights.w_o + weights.b_o, weights.norm_1, config.eps)
-    hidden = gelu(a @ weights.w_1 + weights.b_1)  # (n, d_ff)
-    out = layer_norm(a + hidden @ weights.w_2 + weights.b_2, weights.norm_2, config.eps)
-    return LayerStages(x, heads, out)
+    heads = attend_heads(q, k, v, allowed)
+    outputs = [
+        np.zeros_like(hd.output) if i in ablated else hd.output for i, hd in enumerate(heads)
+    ]
+    concat = np.concatenate(outputs, axis=-1)  # (n, h·d_head)
+    attention = concat @ weights.w_o + weights.b_o  # (n, d_model)
+    a = layer_norm(x + attention, weights.norm_1, config.eps)
+    return LayerStages(x, heads, attention, feed_forward(a, weights, config), ablated)
 
 
-def forward(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray | None = None) -> EncoderStages:
-    """Run one sentence (token ids, [CLS] … [SEP]) through every layer."""
+def check_heads(config: EncoderConfig, heads: Collection[Head]) -> None:
+    """Refuse a (layer, head) pair the encoder does not have."""
+    for layer, head in heads:
+        if not (0 <= layer < config.layers and 0 <= head < config.heads):
+            raise ValueError(
+                f"head ({layer}, {head}) does not exist: layers 0–{config.layers - 1}, "
+                f"heads 0–{config.heads - 1}"
+            )
+
+
+def forward(
+    encoder: Encoder,
+    ids: np.ndarray,
+    type_ids: np.ndarray | None = None,
+    ablate: Collection[Head] = (),
+) -> EncoderStages:
+    """Run one sentence (token ids, [CLS] … [SEP]) through every layer, `ablate` switched off."""
+    check_heads(encoder.config, ablate)
     ids = np.asarray(ids)
     type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
     allowed = build_mask(len(ids))  # bidirectional, nothing padded: every key visible
     embeddings = x = embed(encoder, ids, type_ids)
     layers = []
-    for weights in encoder.layers:
-        layer = encoder_layer(x, weights, encoder.config, allowed)
+    for number, weights in enumerate(encoder.layers):
+        off = frozenset(i for layer, i in ablate if layer == number)
+        layer = encoder_layer(x, weights, encoder.config, allowed, off)
         layers.append(layer)
         x = layer.output
     return EncoderStages(embeddings, layers)
 
 
 def sentence_embedding(last_hidden: np.ndarray) -> np.ndarray:
-    """The sentence vector: the mean of the last hidden states, scaled to length 1."""
-    pooled = last_hidden.mean(axis=0)  # (d_model,)
-    return pooled / np.linalg.norm(pooled)
+    """The sentence vector: the mean of the last hidden states, scaled to length 1.
+
+    Any leading shape: (n, d_model) → (d_model,), (B, n, d_model) → (B, d_model).
+    """
+    pooled = last_hidden.mean(axis=-2)  # (…, d_model)
+    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from app.features.model.store import LoadedModel, load_model, word_pieces
+from app.math import ablation
 from app.math import minilm as bert
+from app.math.attention import attend
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "model_reference.npz"
 REFERENCE = np.load(FIXTURE)
@@ -79,6 +81,15 @@ def test_a_head_is_its_column_block_of_the_projections(loaded: LoadedModel, case
     assert head.scale_factor == pytest.approx(math.sqrt(32))
 
 
+def test_all_heads_at_once_are_the_labs_one_head_stages(case: dict) -> None:
+    for layer in case["stages"].layers[::5]:
+        for head in layer.heads:
+            one = attend(head.q, head.k, head.v, head.allowed)
+            for name in ("scores", "scaled", "masked", "weights", "output"):
+                np.testing.assert_allclose(getattr(head, name), getattr(one, name), atol=1e-6)
+            assert head.scale_factor == one.scale_factor
+
+
 def test_the_encoder_is_bidirectional_and_rows_sum_to_one(case: dict) -> None:
     for layer in case["stages"].layers:
         for head in layer.heads:
@@ -128,3 +139,115 @@ def test_split_heads_gives_each_head_its_columns() -> None:
     assert heads.shape == (3, 2, 2)
     assert heads[1].tolist() == [[2, 3], [8, 9]]
     assert heads.flags.c_contiguous
+
+
+# ---------------------------------------------------------------- switching heads off
+
+
+@pytest.fixture(scope="module")
+def cat(loaded: LoadedModel) -> tuple[np.ndarray, bert.EncoderStages]:
+    ids = word_pieces(loaded, SENTENCES[0]).ids
+    return ids, bert.forward(loaded.encoder, ids)
+
+
+def test_switching_no_head_off_changes_nothing(loaded: LoadedModel, cat: tuple) -> None:
+    ids, plain = cat
+    none = bert.forward(loaded.encoder, ids, ablate=[])
+    assert none.ablated == frozenset()
+    np.testing.assert_array_equal(none.embeddings, plain.embeddings)
+    for a, b in zip(none.layers, plain.layers, strict=True):
+        np.testing.assert_array_equal(a.weights, b.weights)
+        np.testing.assert_array_equal(a.attention, b.attention)
+        np.testing.assert_array_equal(a.output, b.output)
+
+
+@pytest.mark.parametrize("name", ["heads", "layer"])
+def test_switched_off_heads_match_pytorch_with_a_hook(loaded: LoadedModel, name: str) -> None:
+    heads = [tuple(int(v) for v in pair) for pair in REFERENCE[f"ablate/{name}/heads"]]
+    stages = bert.forward(loaded.encoder, word_pieces(loaded, SENTENCES[0]).ids, ablate=heads)
+    assert stages.ablated == frozenset(heads)
+    last = stages.layers[-1]
+    np.testing.assert_allclose(
+        last.weights, REFERENCE[f"ablate/{name}/last_weights"], atol=TOLERANCE
+    )
+    np.testing.assert_allclose(last.output, REFERENCE[f"ablate/{name}/last_hidden"], atol=TOLERANCE)
+    embedding = bert.sentence_embedding(last.output)
+    np.testing.assert_allclose(embedding, REFERENCE[f"ablate/{name}/embedding"], atol=TOLERANCE)
+    # …and the change is real: far larger than the tolerance
+    assert np.abs(embedding - REFERENCE["0/embedding"]).max() > 100 * TOLERANCE
+
+
+@pytest.mark.parametrize("number", range(6))
+def test_a_layer_with_every_head_off_adds_only_its_output_bias(
+    loaded: LoadedModel, cat: tuple, number: int
+) -> None:
+    ids, _ = cat
+    weights = loaded.encoder.layers[number]
+    stages = bert.forward(loaded.encoder, ids, ablate=[(number, h) for h in range(12)])
+    layer = stages.layers[number]
+    np.testing.assert_array_equal(layer.attention, np.broadcast_to(weights.b_o, layer.x.shape))
+    config = loaded.encoder.config
+    a = bert.layer_norm(layer.x + weights.b_o, weights.norm_1, config.eps)
+    np.testing.assert_array_equal(layer.output, bert.feed_forward(a, weights, config))
+
+
+def test_a_head_off_changes_nothing_before_its_layer(loaded: LoadedModel, cat: tuple) -> None:
+    ids, plain = cat
+    stages = bert.forward(loaded.encoder, ids, ablate=[(3, 5)])
+    for number in range(3):
+        np.testing.assert_array_equal(stages.layers[number].output, plain.layers[number].output)
+    # layer 3 still attends as before (weights unchanged); only what it passes on differs
+    np.testing.assert_array_equal(stages.layers[3].weights, plain.layers[3].weights)
+    assert not np.allclose(stages.layers[3].output, plain.layers[3].output, atol=1e-4)
+    assert not np.allclose(stages.layers[4].weights, plain.layers[4].weights, atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", [(-1, 0), (6, 0), (0, 12), (2, -1)])
+def test_a_head_that_does_not_exist_is_refused(loaded: LoadedModel, pair: tuple) -> None:
+    with pytest.raises(ValueError, match=r"layers 0–5, heads 0–11"):
+        bert.forward(loaded.encoder, np.array([101, 102]), ablate=[pair])
+
+
+def test_batched_layers_agree_with_the_forward_pass(loaded: LoadedModel, cat: tuple) -> None:
+    ids, plain = cat
+    ablate = [(1, 4), (4, 0)]
+    gates = np.stack(
+        [
+            ablation.head_gates(loaded.encoder.config),
+            ablation.head_gates(loaded.encoder.config, ablate),
+        ]
+    )
+    x = np.broadcast_to(plain.embeddings, (2, *plain.embeddings.shape))
+    last = ablation.run_layers(loaded.encoder, x, gates)
+    np.testing.assert_allclose(last[0], plain.layers[-1].output, atol=1e-5)
+    off = bert.forward(loaded.encoder, ids, ablate=ablate)
+    np.testing.assert_allclose(last[1], off.layers[-1].output, atol=1e-5)
+
+
+@pytest.mark.parametrize("already_off", [(), ((1, 3), (4, 0))])
+def test_each_head_off_alone_agrees_with_its_own_forward_pass(
+    loaded: LoadedModel, cat: tuple, already_off: tuple
+) -> None:
+    ids, _ = cat
+    base = bert.forward(loaded.encoder, ids, ablate=already_off)
+    sweep = ablation.single_head_ablations(loaded.encoder, base)
+    assert sweep.shape == (6, 12, 384)
+    for layer, head in [(0, 0), (0, 2), (1, 3), (2, 7), (3, 11), (4, 0), (5, 5), (5, 11)]:
+        one = bert.forward(loaded.encoder, ids, ablate={*already_off, (layer, head)})
+        expected = bert.sentence_embedding(one.layers[-1].output)
+        np.testing.assert_allclose(sweep[layer, head], expected, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(sweep, axis=-1), 1.0, atol=1e-5)
+
+
+def test_256_word_pieces_match_pytorch(loaded: LoadedModel) -> None:
+    pieces = word_pieces(loaded, str(REFERENCE["long/text"]))
+    assert len(pieces.ids) == 256
+    assert pieces.ids.tolist() == REFERENCE["long/ids"].tolist()
+    stages = bert.forward(loaded.encoder, pieces.ids)
+    last = stages.layers[-1]
+    np.testing.assert_allclose(last.output[[0, -1]], REFERENCE["long/hidden_ends"], atol=TOLERANCE)
+    np.testing.assert_allclose(
+        last.weights[:, [0, -1]], REFERENCE["long/weights_ends"], atol=TOLERANCE
+    )
+    embedding = bert.sentence_embedding(last.output)
+    np.testing.assert_allclose(embedding, REFERENCE["long/embedding"], atol=TOLERANCE)

@@ -3,14 +3,28 @@ selected head's stages (laid out for the shared stage strip)."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 from pydantic import ValidationError
 
 from app.core.errors import InputError, ModelUnavailableError, validation_errors
 from app.core.i18n import gettext
+from app.core.limits import MAX_RANKED_PIECES
+from app.features.model.reading import (
+    GRID_CELLS,
+    badge_annotations,
+    layer_chart,
+    layer_table,
+    line_view,
+    pooled,
+    ranking_view,
+    role_cards,
+    role_summary,
+    rollout_view,
+)
 from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
-from app.features.model.service import compute_model
+from app.features.model.service import ModelResult, compute_model
 from app.features.model.store import MODEL_SHAPE
 from app.features.stages.page import _table, head_stages
 from app.features.stages.results import OneHead
@@ -19,11 +33,11 @@ from app.web.figures import heatmap
 from app.web.multiples import heatmap_grid
 
 
-def shown_positions(result: Mapping[str, Any], hide_special: bool) -> list[int]:
+def shown_positions(result: ModelResult, hide_special: bool) -> list[int]:
     """The positions the page shows: all, or all but [CLS] and [SEP]."""
-    special = result["special"]
-    keep = [i for i in range(len(result["tokens"])) if not (hide_special and special[i])]
-    return keep or list(range(len(result["tokens"])))  # a text of special pieces only
+    n = len(result.tokens)
+    keep = [i for i in range(n) if not (hide_special and result.special[i])]
+    return keep or list(range(n))  # a text of special pieces only
 
 
 def strongest_keys(weights: np.ndarray, tokens: Sequence[str]) -> list[list[dict[str, Any]]]:
@@ -64,30 +78,101 @@ def shown_head(head: Mapping[str, Any], keep: list[int], tokens: list[str]) -> O
     )
 
 
-def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
-    """What the /model page shows of a result: the grid of every head, its text version,
-    and the selected head's stages: its 32-wide Q, K, V, then the lab's strip and query
-    table. [CLS] and [SEP] may be left out."""
-    model = result["model"]
-    keep = shown_positions(result, hide_special)
-    tokens = [result["tokens"][i] for i in keep]
-    weights = result["weights"][:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
-    selected = (result["head"]["layer"], result["head"]["head"]) if "head" in result else None
+def page_link(page: ModelPageParams, **changes: Any) -> str:
+    """This page's URL with some parameters changed (defaults left out)."""
+    state: dict[str, Any] = {
+        "text": page.text,
+        "layer": page.layer,
+        "head": page.head,
+        "hide_special": "on" if page.hide_special else None,
+        "off": page.off,
+        "compare": page.compare or None,
+        "role": page.role or None,
+        "lines": page.lines if page.lines != "head" else None,
+        "start": page.start or None,
+    }
+    state.update(changes)
+    return "/model?" + urlencode({k: v for k, v in state.items() if v is not None}, doseq=True)
+
+
+def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, Any]:
+    """Every head's weights at the shown positions as one grid of thumbnails (pooled over
+    neighbouring pieces for long inputs), with role badges and veils over the heads that
+    the filter hides or that are switched off."""
+    assert result.weights is not None
+    tokens = [result.tokens[i] for i in keep]
+    weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
+    cells, labels = pooled(weights, tokens)
+    selected = (result.head["layer"], result.head["head"]) if result.head else None
+    fig = heatmap_grid(
+        cells,
+        labels,
+        [gettext("layer %(i)s") % {"i": i} for i in range(result.model.layers)],
+        [gettext("head %(h)s") % {"h": i} for i in range(result.model.heads)],
+        selected,
+    )
+    m = cells.shape[-1]
+    notes, veils = badge_annotations(result, role, m + 1, m)
+    fig["layout"]["annotations"].extend(notes)
+    fig["layout"]["shapes"] = veils + fig["layout"]["shapes"]
+    return fig
+
+
+def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
+    """What the /model page shows of a result: the grid of every head with its badges, the
+    reading of the heads (roles, where attention goes by layer, rollout, lines), the
+    ablation and the second sentence, and the selected head's stages: its 32-wide Q, K, V,
+    then the lab's strip and query table. [CLS] and [SEP] may be left out of the grid and
+    the stages."""
+    assert result.weights is not None
+    assert result.head is not None
+    keep = shown_positions(result, page.hide_special)
+    tokens = [result.tokens[i] for i in keep]
+    weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
+    layer, chosen = result.head["layer"], result.head["head"]
+    line_heads = (
+        [(layer, h) for h in range(result.model.heads)]
+        if page.lines == "layer"
+        else [(layer, chosen)]
+    )
     view: dict[str, Any] = {
         "tokens": tokens,
-        "hidden": len(keep) < len(result["tokens"]),
-        "grid": heatmap_grid(
-            weights,
-            tokens,
-            [gettext("layer %(i)s") % {"i": i} for i in range(model["layers"])],
-            [gettext("head %(h)s") % {"h": i} for i in range(model["heads"])],
-            selected,
-        ),
+        "hidden": len(keep) < len(result.tokens),
+        "grid": grid_figure(result, keep, page.role),
+        "pooled": len(keep) > GRID_CELLS,
         "strongest": strongest_keys(weights, tokens),
+        "cards": role_cards(result, page.role),
+        "summary": role_summary(result),
+        "layer_chart": layer_chart(result),
+        "layer_table": layer_table(result),
+        "rollout": rollout_view(result),
+        "lines": line_view(result, line_heads, page.start),
+        "ranking": ranking_view(result),
+        "off": {f"{a}.{b}" for a, b in result.ablate},
+        "links": [
+            [page_link(page, layer=a, head=b, query=None) for b in range(result.model.heads)]
+            for a in range(result.model.layers)
+        ],
     }
-    if "head" not in result:
-        return view
-    head = result["head"]
+    view["all_on"] = page_link(page, off=[])
+    request = {
+        "text": page.text,
+        "layer": layer,
+        "head": chosen,
+        "query": result.head["query"].index,
+    }
+    if result.ablate:
+        request["ablate"] = [list(pair) for pair in result.ablate]
+    if result.compare is not None:
+        request.update(compare_text=page.compare, rank_heads=result.ranking is not None)
+    view["request_json"] = request
+    view["ranked_pieces"] = MAX_RANKED_PIECES
+    lines = view["lines"]
+    view["window_links"] = {
+        side: None if lines[side] is None else page_link(page, start=lines[side]) + "#line-view"
+        for side in ("earlier", "later")
+    }
+    head = result.head
     shown = shown_head(head, keep, tokens)
     query = head["query"].index
     dims = [f"d{j}" for j in range(head["d_head"])]
@@ -107,14 +192,14 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
     return view
 
 
-def model_page(params: Mapping[str, str], settings: Settings) -> tuple[dict[str, Any], int]:
+def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str, Any], int]:
     """The /model page's context and status: the view of the URL's sentence and head, or
     the sentences saying what to fix (422) or how to install the model (503)."""
     form = {**MODEL_PAGE_DEFAULTS, **params}
     context: dict[str, Any] = {"form": form, "errors": [], "result": None, "shape": MODEL_SHAPE}
     try:
         page = ModelPageParams.model_validate(form)
-        result = compute_model(page.request(), settings)
+        result = compute_model(page.request(), settings, rank_if_short=True)
     except ValidationError as exc:
         context["errors"] = [e["msg"] for e in validation_errors(exc.errors())]
         return context, 422
@@ -124,6 +209,6 @@ def model_page(params: Mapping[str, str], settings: Settings) -> tuple[dict[str,
     except ModelUnavailableError as exc:
         context["errors"] = [exc.msg]
         return context, 503
-    shape = (result["model"]["layers"], result["model"]["heads"])
-    context.update(result=result, view=model_view(result, page.hide_special), shape=shape)
+    shape = (result.model.layers, result.model.heads)
+    context.update(result=result, view=model_view(result, page), shape=shape, page=page)
     return context, 200

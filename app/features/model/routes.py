@@ -26,7 +26,7 @@ MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model no
 )
 def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
     """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
-    return JSONResponse(compute_model(req, settings))
+    return JSONResponse(compute_model(req, settings).json())
 
 
 @pages.get("/model", response_class=HTMLResponse)
@@ -36,5 +36,7 @@ def model_html(
     settings: SettingsDep,
 ) -> HTMLResponse:
     """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
-    context, status = model_page(query.last(), settings)
+    params: dict[str, object] = dict(query.last())
+    params["off"] = [v for k, v in query.items if k == "off"]  # one per head switched off
+    context, status = model_page(params, settings)
     return templates.TemplateResponse(request, "model/model.html", context, status_code=status)

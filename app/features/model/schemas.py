@@ -12,13 +12,25 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from app.core.limits import HARD_MAX_TOKENS, MAX_TEXT_CHARS, MAX_WORD_PIECES
+from app.core.limits import HARD_MAX_TOKENS, MAX_RANKED_PIECES, MAX_TEXT_CHARS, MAX_WORD_PIECES
 from app.features.stages.schemas import HeadResponse, QueryBreakdown, field_error
 
 Index = Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)]
 
 
 ModelText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+
+
+HeadPair = Annotated[
+    list[Index], Field(min_length=2, max_length=2, description="[layer, head], 0-based.")
+]
+
+
+def _not_blank(name: str, text: Any) -> Any:
+    if isinstance(text, str) and not text.strip():
+        kind = "has no words, only spaces" if text else "is empty"
+        raise PydanticCustomError("blank_text", f"{name} {kind}; type a sentence")
+    return text
 
 
 class ModelRequest(BaseModel):
@@ -40,14 +52,34 @@ class ModelRequest(BaseModel):
     query: Index | None = Field(
         None, description="Position broken down key by key in head.query; default 1."
     )
+    ablate: Annotated[list[HeadPair], Field(max_length=72)] = Field(
+        [],
+        description="[layer, head] pairs switched off: each one's attention output (its slice "
+        "of the concatenated heads, before the output projection) is zeroed and everything "
+        "after it recomputed.",
+    )
+    compare_text: ModelText | None = Field(
+        None, description="A second sentence, run with the same ablate; gives similarity."
+    )
+    include_weights: bool = Field(
+        True, description="false leaves out weights (layers × heads × n × n numbers)."
+    )
+    rank_heads: bool = Field(
+        False,
+        description="With compare_text: switch each head off alone and rank the heads by how "
+        f"much the similarity moves (144 runs; both sentences at most {MAX_RANKED_PIECES} "
+        "word pieces).",
+    )
 
     @field_validator("text", mode="before")
     @classmethod
     def not_blank(cls, text: Any) -> Any:
-        if isinstance(text, str) and not text.strip():
-            kind = "has no words, only spaces" if text else "is empty"
-            raise PydanticCustomError("blank_text", f"text {kind}; type a sentence")
-        return text
+        return _not_blank("text", text)
+
+    @field_validator("compare_text", mode="before")
+    @classmethod
+    def compare_not_blank(cls, text: Any) -> Any:
+        return _not_blank("compare_text", text)
 
     @model_validator(mode="after")
     def layer_and_head_together(self) -> "ModelRequest":
@@ -62,6 +94,12 @@ class ModelRequest(BaseModel):
             raise field_error(
                 "missing_pair", "query needs layer and head: it is a row of that head", "query"
             )
+        if self.rank_heads and self.compare_text is None:
+            raise field_error(
+                "missing_pair",
+                "rank_heads compares two sentences: give compare_text as well",
+                "rank_heads",
+            )
         return self
 
 
@@ -72,8 +110,11 @@ MODEL_PAGE_DEFAULTS = {
 }
 
 
+ROLE_FILTERS = ("", "previous", "next", "self", "cls", "sep", "broad")
+
+
 class ModelPageParams(BaseModel):
-    """The /model page's URL: a ModelRequest from query-string text, plus a view option."""
+    """The /model page's URL: a ModelRequest from query-string text, plus view options."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -82,9 +123,51 @@ class ModelPageParams(BaseModel):
     head: int
     query: int | None = None
     hide_special: bool = Field(False, description="Leave [CLS] and [SEP] out of the view.")
+    off: list[str] = Field([], description='Heads switched off, each "layer.head".')
+    compare: str = Field("", description="A second sentence (empty: none).")
+    role: str = Field("", description="Show only the heads with this label (empty: all).")
+    lines: str = Field("head", description='"head": the chosen head; "layer": all of its layer.')
+    start: int = Field(0, ge=0, description="First word piece of the line view's window.")
+
+    @field_validator("role")
+    @classmethod
+    def known_role(cls, role: str) -> str:
+        if role not in ROLE_FILTERS:
+            choices = ", ".join(r for r in ROLE_FILTERS if r)
+            raise PydanticCustomError("role", f"role {role!r} is not one of {choices}")
+        return role
+
+    @field_validator("lines")
+    @classmethod
+    def known_lines(cls, lines: str) -> str:
+        if lines not in ("head", "layer"):
+            raise PydanticCustomError("lines", f'lines is {lines!r}; use "head" or "layer"')
+        return lines
+
+    @field_validator("off")
+    @classmethod
+    def head_pairs(cls, off: list[str]) -> list[str]:
+        for item in off:
+            layer, dot, head = item.partition(".")
+            if not (dot and layer.isdigit() and head.isdigit()):
+                raise PydanticCustomError(
+                    "head_pair", f'off={item!r} should be "layer.head", such as "0.2"'
+                )
+        return off
+
+    def ablate(self) -> list[list[int]]:
+        return [[int(part) for part in item.split(".")] for item in self.off]
 
     def request(self) -> ModelRequest:
-        return ModelRequest(text=self.text, layer=self.layer, head=self.head, query=self.query)
+        compare = self.compare if self.compare.strip() else None
+        return ModelRequest(
+            text=self.text,
+            layer=self.layer,
+            head=self.head,
+            query=self.query,
+            ablate=self.ablate(),  # type: ignore[arg-type]
+            compare_text=compare,
+        )
 
 
 class ModelInfo(BaseModel):
@@ -107,15 +190,70 @@ class ModelHead(HeadResponse):
     query: QueryBreakdown
 
 
+class HeadRoleModel(BaseModel):
+    """Clark et al.'s measures of one head on this sentence."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    previous: float = Field(description="Mean over queries i ≥ 1 of the weight on key i − 1.")
+    next: float = Field(description="Mean over queries i ≤ n − 2 of the weight on key i + 1.")
+    self_: float = Field(alias="self", description="Mean weight on the query itself.")
+    cls: float = Field(description="Mean weight on key 0, [CLS].")
+    sep: float = Field(description="Mean weight on key n − 1, [SEP].")
+    entropy: float = Field(description="Mean entropy of the rows, in nats.")
+    labels: list[str] = Field(
+        description="previous, next, self (mean > 0.5); cls, sep (> 0.6); broad "
+        "(entropy ≥ 0.8 · ln n)."
+    )
+
+
+class AttentionToModel(BaseModel):
+    """layers × heads: mean over queries of the total weight on these keys."""
+
+    cls: list[list[float]]
+    sep: list[list[float]]
+    punctuation: list[list[float]]
+
+
+class CompareModel(BaseModel):
+    tokens: list[str]
+    embedding: list[float]
+
+
+class HeadEffectModel(BaseModel):
+    layer: int
+    head: int
+    similarity: float = Field(description="The similarity with this head also switched off.")
+    change: float = Field(description="That similarity minus the similarity without it.")
+
+
 class ModelResponse(BaseModel):
     model: ModelInfo
     tokens: list[str] = Field(description="Word pieces, [CLS] first and [SEP] last.")
     ids: list[int] = Field(description="Their ids in the model's vocabulary.")
     special: list[bool] = Field(description="True for the special pieces [CLS] and [SEP].")
-    weights: list[list[list[list[float]]]] = Field(
-        description="layers × heads × n × n softmax weights."
+    ablate: list[list[int]] = Field(description="The heads switched off, sorted.")
+    weights: list[list[list[list[float]]]] | None = Field(
+        None, description="layers × heads × n × n softmax weights (left out on request)."
     )
     embedding: list[float] = Field(
         description="The sentence embedding: mean of the last hidden states, length 1."
+    )
+    unablated_cosine: float | None = Field(
+        None, description="With ablate: the cosine of embedding to the one with every head on."
+    )
+    entropy: list[list[float]] = Field(description="layers × heads: mean row entropy, nats.")
+    roles: list[list[HeadRoleModel]] = Field(description="layers × heads.")
+    attention_to: AttentionToModel
+    rollout: list[list[float]] = Field(
+        description="n × n: Â_L · … · Â_1, Â_l = 0.5 · mean over heads + 0.5 · I."
+    )
+    input_share: list[float] = Field(
+        description="The mean row of rollout: each word piece's estimated share in the embedding."
+    )
+    similarity: float | None = Field(None, description="With compare_text: the cosine.")
+    compare: CompareModel | None = Field(None, description="With compare_text.")
+    ranking: list[HeadEffectModel] | None = Field(
+        None, description="With rank_heads: the 72 heads, largest |change| first."
     )
     head: ModelHead | None = Field(None, description="Only when layer and head are given.")

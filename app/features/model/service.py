@@ -1,34 +1,45 @@
-"""From a ModelRequest to the /api/model result: word pieces, every head's weights, the sentence
-embedding, and one head's stages on request."""
+"""From a ModelRequest to the /api/model result: word pieces, every head's weights, what the
+heads do (roles, entropy, rollout), the sentence embedding with any heads switched off, a
+second sentence's similarity and the heads it needs, and one head's stages on request."""
 
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from threading import Lock
-from typing import Any
+from typing import Any, TypedDict
+
+import numpy as np
 
 from app.core.errors import InputError
-from app.core.limits import MAX_WORD_PIECES
+from app.core.limits import MAX_RANKED_PIECES, MAX_WORD_PIECES
 from app.features.model.schemas import ModelRequest
-from app.features.model.store import load_model, word_pieces
+from app.features.model.store import LoadedModel, Pieces, load_model, word_pieces
 from app.features.stages.results import StageFields, query_breakdown
 from app.features.stages.service import check_index
+from app.math import ablation
 from app.math import minilm as bert
+from app.math import roles as rl
+from app.math.rollout import attention_rollout, input_share
+from app.math.similarity import HeadEffect, cosine, rank_heads
 from app.settings import Settings
 
-FORWARD_CACHE_SIZE = 8  # sentences whose every layer is kept: changing the head is instant
-_forward_cache: OrderedDict[tuple[int, bytes], bert.EncoderStages] = OrderedDict()
+FORWARD_CACHE_SIZE = 8  # runs whose every layer is kept: changing the head is instant
+_forward_cache: OrderedDict[tuple[int, bytes, tuple], bert.EncoderStages] = OrderedDict()
 _forward_lock = Lock()
 
 
-def forward_cached(encoder: bert.Encoder, ids: Any) -> bert.EncoderStages:
-    """bert.forward, remembered for the last few sentences: the page asks for the same
-    sentence again whenever the layer, head or query changes. The stages are shared, so
-    callers read them and never write to them."""
-    key = (id(encoder), bytes(memoryview(ids)))
+def forward_cached(
+    encoder: bert.Encoder, ids: Any, ablate: Sequence[tuple[int, int]] = ()
+) -> bert.EncoderStages:
+    """bert.forward, remembered for the last few runs: the page asks for the same sentence
+    again whenever the layer, head or query changes. The stages are shared, so callers read
+    them and never write to them."""
+    key = (id(encoder), bytes(memoryview(ids)), tuple(ablate))
     with _forward_lock:
         if key in _forward_cache:
             _forward_cache.move_to_end(key)
             return _forward_cache[key]
-    stages = bert.forward(encoder, ids)
+    stages = bert.forward(encoder, ids, ablate=ablate)
     with _forward_lock:
         _forward_cache[key] = stages
         while len(_forward_cache) > FORWARD_CACHE_SIZE:
@@ -36,49 +47,209 @@ def forward_cached(encoder: bert.Encoder, ids: Any) -> bert.EncoderStages:
     return stages
 
 
-def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
-    """The whole /api/model result: every head's weights, and one head's stages if asked."""
-    loaded = load_model(settings.model_dir)
-    pieces = word_pieces(loaded, req.text)
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    layers: int
+    heads: int
+    d_head: int
+    d_model: int
+    source: str
+
+
+# A TypedDict, not a dataclass: one of its keys is "self" (API.md), which cannot be a
+# dataclass field (its __init__ would take self twice).
+class HeadRole(TypedDict):
+    previous: float
+    next: float
+    self: float
+    cls: float
+    sep: float
+    entropy: float
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class AttentionTo:
+    """layers × heads: the mean over queries of the total weight on these keys."""
+
+    cls: np.ndarray
+    sep: np.ndarray
+    punctuation: np.ndarray
+
+
+@dataclass(frozen=True)
+class Compared:
+    tokens: list[str]
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One run of the model on a sentence, as POST /api/model answers it (see `json`)."""
+
+    model: ModelInfo
+    tokens: list[str]
+    ids: np.ndarray
+    special: list[bool]
+    ablate: list[tuple[int, int]]
+    weights: np.ndarray | None  # (layers, heads, n, n), None when not asked for
+    embedding: np.ndarray  # (d_model,)
+    unablated_cosine: float | None
+    entropy: np.ndarray  # (layers, heads)
+    roles: list[list[HeadRole]]
+    attention_to: AttentionTo
+    rollout: np.ndarray  # (n, n)
+    input_share: np.ndarray  # (n,)
+    similarity: float | None = None
+    compare: Compared | None = None
+    ranking: list[HeadEffect] | None = None
+    head: dict[str, Any] | None = None  # the stage fields of /api/attention, and more
+
+    def json(self) -> dict[str, Any]:
+        """The fields for JSON, those that do not apply (None) left out."""
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))
+        return {name: value for name, value in values if value is not None}
+
+
+def _pieces(loaded: LoadedModel, text: str, field: str) -> Pieces:
+    pieces = word_pieces(loaded, text)
     n = len(pieces.tokens)
     if n > MAX_WORD_PIECES:
         raise InputError(
-            ("text",),
-            f"text makes {n} word pieces ([CLS] and [SEP] included) but the model reads at "
+            (field,),
+            f"{field} makes {n} word pieces ([CLS] and [SEP] included) but the model reads at "
             f"most {MAX_WORD_PIECES}; shorten it",
         )
+    return pieces
+
+
+def _ablate(req: ModelRequest, layers: int, heads: int) -> list[tuple[int, int]]:
+    for i, (layer, head) in enumerate(req.ablate):
+        if layer >= layers or head >= heads:
+            raise InputError(
+                ("ablate", i),
+                f"ablate[{i}] is [{layer}, {head}] but the model has layers 0 to {layers - 1} "
+                f"and heads 0 to {heads - 1} in each; pick a head that exists",
+            )
+    return sorted({(layer, head) for layer, head in req.ablate})
+
+
+def head_roles(means: rl.RoleMeans) -> list[list[HeadRole]]:
+    layers, heads = means.entropy.shape
+    return [
+        [
+            HeadRole(
+                {
+                    "previous": float(means.previous[layer, head]),
+                    "next": float(means.next[layer, head]),
+                    "self": float(means.itself[layer, head]),
+                    "cls": float(means.cls[layer, head]),
+                    "sep": float(means.sep[layer, head]),
+                    "entropy": float(means.entropy[layer, head]),
+                    "labels": means.labels((layer, head)),
+                }
+            )
+            for head in range(heads)
+        ]
+        for layer in range(layers)
+    ]
+
+
+def attention_to(weights: np.ndarray, tokens: list[str]) -> AttentionTo:
+    n = len(tokens)
+    positions = np.arange(n)
+    punctuation = np.array([rl.is_punctuation(t) for t in tokens])
+    return AttentionTo(
+        cls=rl.attention_to(weights, positions == 0),
+        sep=rl.attention_to(weights, positions == n - 1),
+        punctuation=rl.attention_to(weights, punctuation),
+    )
+
+
+def _embedding(stages: bert.EncoderStages) -> np.ndarray:
+    return bert.sentence_embedding(stages.layers[-1].output)
+
+
+def _ranking(
+    loaded: LoadedModel, runs: list[bert.EncoderStages], base: float, if_short: bool
+) -> list[HeadEffect] | None:
+    longest = max(len(run.embeddings) for run in runs)
+    if longest > MAX_RANKED_PIECES and if_short:
+        return None
+    if longest > MAX_RANKED_PIECES:
+        raise InputError(
+            ("rank_heads",),
+            f"ranking the heads runs both sentences 144 times, so it is offered for sentences "
+            f"of at most {MAX_RANKED_PIECES} word pieces; one has {longest}: shorten it",
+        )
+    sweeps = [ablation.single_head_ablations(loaded.encoder, run) for run in runs]
+    return rank_heads(base, cosine(*sweeps))
+
+
+def compute_model(
+    req: ModelRequest, settings: Settings, rank_if_short: bool = False
+) -> ModelResult:
+    """The whole /api/model result for one request.
+
+    rank_if_short (the page's choice): with a second sentence, rank the heads as well when
+    both sentences are short enough for it, instead of only when `rank_heads` asks.
+    """
+    loaded = load_model(settings.model_dir)
+    pieces = _pieces(loaded, req.text, "text")
+    n = len(pieces.tokens)
     config = loaded.encoder.config
     check_index("layer", req.layer, config.layers, "layers")
     check_index("head", req.head, config.heads, "heads in each layer")
     query = req.query if req.query is not None else min(1, n - 1)
     check_index("query", query, n, "word pieces")
-    stages = forward_cached(loaded.encoder, pieces.ids)
-    result: dict[str, Any] = {
-        "model": {
-            "name": loaded.name,
-            "layers": config.layers,
-            "heads": config.heads,
-            "d_head": config.d_head,
-            "d_model": config.d_model,
-            "source": loaded.source,
-        },
-        "tokens": pieces.tokens,
-        "ids": pieces.ids,
-        "special": pieces.special,
-        "weights": stages.weights,  # (layers, heads, n, n)
-        "embedding": bert.sentence_embedding(stages.layers[-1].output),
-    }
+    off = _ablate(req, config.layers, config.heads)
+    other = _pieces(loaded, req.compare_text, "compare_text") if req.compare_text else None
+
+    stages = forward_cached(loaded.encoder, pieces.ids, off)
+    weights = stages.weights  # (layers, heads, n, n)
+    embedding = _embedding(stages)
+    unablated = None
+    if off:
+        unablated = float(cosine(embedding, _embedding(forward_cached(loaded.encoder, pieces.ids))))
+    rollout = attention_rollout(weights)[-1]
+    extra: dict[str, Any] = {}
+    if other is not None:
+        second = forward_cached(loaded.encoder, other.ids, off)
+        similarity = float(cosine(embedding, _embedding(second)))
+        extra.update(similarity=similarity, compare=Compared(other.tokens, _embedding(second)))
+        if req.rank_heads or rank_if_short:
+            extra["ranking"] = _ranking(loaded, [stages, second], similarity, not req.rank_heads)
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]
         head = layer.heads[req.head]
-        fields = StageFields.of(head)
-        result["head"] = {
+        stage = StageFields.of(head)
+        extra["head"] = {
             "layer": req.layer,
             "head": req.head,
             "d_head": config.d_head,
             "scale_factor": head.scale_factor,
+            "ablated": req.head in layer.ablated,
             "x": layer.x,
-            **fields.fields(),
-            "query": query_breakdown(pieces.tokens, fields, query),
+            **stage.fields(),
+            "query": query_breakdown(pieces.tokens, stage, query),
         }
-    return result
+    means = rl.role_means(weights)
+    return ModelResult(
+        model=ModelInfo(
+            loaded.name, config.layers, config.heads, config.d_head, config.d_model, loaded.source
+        ),
+        tokens=pieces.tokens,
+        ids=pieces.ids,
+        special=pieces.special,
+        ablate=off,
+        weights=weights if req.include_weights else None,
+        embedding=embedding,
+        unablated_cosine=unablated,
+        entropy=means.entropy,
+        roles=head_roles(means),
+        attention_to=attention_to(weights, pieces.tokens),
+        rollout=rollout,
+        input_share=input_share(rollout),
+        **extra,
+    )

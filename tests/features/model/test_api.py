@@ -70,7 +70,18 @@ def test_one_heads_stages(client: TestClient) -> None:
         ({"text": ""}, ["body", "text"], "text is empty; type a sentence"),
         ({"text": "   "}, ["body", "text"], "text has no words"),
         ({"text": "a" * 1001}, ["body", "text"], "longer than 1000 characters"),
-        ({"text": "word " * 127}, ["body", "text"], "129 word pieces"),
+        ({"text": "a " * 255}, ["body", "text"], "257 word pieces"),
+        ({"text": SENTENCE, "compare_text": "a " * 255}, ["body", "compare_text"], "257"),
+        ({"text": SENTENCE, "compare_text": "  "}, ["body", "compare_text"], "no words"),
+        ({"text": SENTENCE, "ablate": [[6, 0]]}, ["body", "ablate", 0], "layers 0 to 5"),
+        ({"text": SENTENCE, "ablate": [[0, 0], [1, 12]]}, ["body", "ablate", 1], "heads 0 to 11"),
+        ({"text": SENTENCE, "ablate": [[1]]}, ["body", "ablate", 0], "at least 2"),
+        ({"text": SENTENCE, "rank_heads": True}, ["body", "rank_heads"], "give compare_text"),
+        (
+            {"text": "a " * 70, "compare_text": "a", "rank_heads": True},
+            ["body", "rank_heads"],
+            "at most 48 word pieces",
+        ),
         ({"text": SENTENCE, "layer": 6, "head": 0}, ["body", "layer"], "numbered 0 to 5"),
         ({"text": SENTENCE, "layer": 0, "head": 12}, ["body", "head"], "numbered 0 to 11"),
         (
@@ -100,8 +111,78 @@ def test_bad_input_is_a_422_that_names_the_field(
 
 
 def test_the_longest_allowed_sentence_runs(client: TestClient) -> None:
-    body = post(client, text="word " * 126).json()  # 126 + [CLS] + [SEP] = 128
-    assert len(body["tokens"]) == 128
+    body = post(client, text="a " * 254, include_weights=False).json()  # + [CLS], [SEP]
+    assert len(body["tokens"]) == 256
+    assert "weights" not in body
+    assert np.shape(body["rollout"]) == (256, 256)
+
+
+def test_roles_entropy_and_rollout_come_with_every_answer(client: TestClient) -> None:
+    body = post(client, text="The cat sat on the mat because it was tired").json()
+    weights = np.array(body["weights"])
+    n = weights.shape[-1]
+    roles = body["roles"]
+    assert len(roles) == 6
+    assert all(len(row) == 12 for row in roles)
+    prev = roles[0][2]
+    assert set(prev) == {"previous", "next", "self", "cls", "sep", "entropy", "labels"}
+    assert prev["labels"] == ["previous"]
+    w = weights[0, 2]
+    assert prev["previous"] == pytest.approx(np.mean([w[i, i - 1] for i in range(1, n)]))
+    assert prev["self"] == pytest.approx(np.mean(np.diag(w)))
+    assert prev["sep"] == pytest.approx(w[:, -1].mean())
+    assert body["entropy"][1][8] == roles[1][8]["entropy"]
+    assert "next" in roles[1][8]["labels"]
+    labelled = {label for row in roles for r in row for label in r["labels"]}
+    assert labelled <= {"previous", "next", "self", "cls", "sep", "broad"}
+    rollout = np.array(body["rollout"])
+    np.testing.assert_allclose(rollout.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(body["input_share"], rollout.mean(axis=0), atol=1e-9)
+    assert np.array(body["attention_to"]["cls"]) == pytest.approx(
+        np.array([[r["cls"] for r in row] for row in roles])
+    )
+    for absent in ("similarity", "compare", "ranking", "unablated_cosine"):
+        assert absent not in body
+    assert body["ablate"] == []
+
+
+def test_switching_heads_off_moves_the_embedding(client: TestClient) -> None:
+    plain = post(client, text=SENTENCE).json()
+    off = post(client, text=SENTENCE, ablate=[[3, 5], [0, 2], [3, 5]]).json()
+    assert off["ablate"] == [[0, 2], [3, 5]]
+    cos = float(np.dot(plain["embedding"], off["embedding"]))
+    assert off["unablated_cosine"] == pytest.approx(cos, abs=1e-6)
+    assert 0.5 < cos < 0.9999
+    # layer 0's weights are untouched (the head still attends); later layers change
+    assert off["weights"][0] == plain["weights"][0]
+    assert off["weights"][1] != plain["weights"][1]
+
+
+def test_a_second_sentence_gives_the_published_similarity(client: TestClient) -> None:
+    body = post(
+        client, text="The weather is lovely today.", compare_text="It's so sunny outside!"
+    ).json()
+    assert body["similarity"] == pytest.approx(0.6660, abs=1e-3)
+    assert body["compare"]["tokens"][:3] == ["[CLS]", "it", "'"]
+    assert float(np.dot(body["embedding"], body["compare"]["embedding"])) == pytest.approx(
+        body["similarity"], abs=1e-6
+    )
+    assert "ranking" not in body
+    off = post(
+        client,
+        text="The weather is lovely today.",
+        compare_text="It's so sunny outside!",
+        ablate=[[5, 5]],
+        rank_heads=True,
+    ).json()
+    assert off["similarity"] != body["similarity"]
+    ranking = off["ranking"]
+    assert len(ranking) == 72
+    changes = [abs(r["change"]) for r in ranking]
+    assert changes == sorted(changes, reverse=True)
+    assert all(r["similarity"] - r["change"] == pytest.approx(off["similarity"]) for r in ranking)
+    switched = next(r for r in ranking if (r["layer"], r["head"]) == (5, 5))
+    assert switched["change"] == pytest.approx(0.0, abs=1e-6)  # already off
 
 
 def test_without_the_model_package_the_answer_is_503_with_an_install_hint(

@@ -70,7 +70,7 @@ def test_special_tokens_can_be_hidden(client: TestClient) -> None:
         ({"layer": "9"}, 422, "layer is 9 but there are 6 layers"),
         ({"head": "x"}, 422, 'head must be a whole number such as 2, not "x"'),
         ({"text": ""}, 422, "text is empty; type a sentence"),
-        ({"text": "word " * 200}, 422, "202 word pieces"),
+        ({"text": "a " * 300}, 422, "302 word pieces"),
     ],
 )
 def test_bad_input_shows_what_to_fix(
@@ -117,3 +117,153 @@ def test_strongest_keys_average_over_queries() -> None:
     best = strongest_keys(weights, ["x", "y"])
     assert best == [[{"token": "x", "weight": pytest.approx(0.55)},
                      {"token": "y", "weight": pytest.approx(0.75)}]]  # fmt: skip
+
+
+# ---------------------------------------------------------------- reading the heads
+
+CAT = "The cat sat on the mat because it was tired"
+
+
+def section(html: str, id_: str, end: str = "</table>") -> str:
+    start = html.index(f'id="{id_}"')
+    return html[start : html.index(end, start)]
+
+
+def test_role_badges_and_summary_name_the_heads(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT}).text)
+    summary = section(html, "role-summary", "</ul>")
+    previous = re.search(r'data-role="previous">(.*?)</li>', summary, re.S)
+    assert previous is not None
+    assert "1 head: layer 0 head 2" in " ".join(previous.group(1).split())
+    assert re.search(r'data-role="next">.*?1 head: layer 1 head 8', summary, re.S)
+    assert re.search(r'data-role="self">.*?no head', summary, re.S)
+    assert re.search(r'data-role="cls">.*?20 heads: layer 1 head 0, layer 1 head 1,', summary, re.S)
+    cell = section(html, "role-table").split('data-head="0.2"')[1].split("</td>")[0]
+    assert "previous token 1.00" in cell
+    grid = figure_data(client.get("/model", params={"text": CAT}).text, "fig-grid")
+    badges = [a["text"] for a in grid["layout"]["annotations"] if a.get("bgcolor")]
+    assert "prev" in badges
+    assert len(badges) == 2 + 20 + 11  # heads with at least one label: every one has one here
+    go.Figure(grid)
+
+
+def test_the_role_filter_keeps_only_the_labelled_heads(client: TestClient) -> None:
+    response = client.get("/model", params={"text": CAT, "role": "next"})
+    table = section(unescape(response.text), "role-table")
+    cells = re.findall(r'<td class="role-card([^"]*)"[^>]*data-head="([\d.]+)"', table)
+    shown = [head for classes, head in cells if "filtered-out" not in classes]
+    assert len(cells) == 72
+    assert shown == ["1.8"]
+    veils = [
+        s for s in figure_data(response.text, "fig-grid")["layout"]["shapes"] if s.get("fillcolor")
+    ]
+    assert len(veils) == 71
+    bad = client.get("/model", params={"text": CAT, "role": "subject"})
+    assert bad.status_code == 422
+    assert "role 'subject' is not one of previous, next, self, cls, sep, broad" in unescape(
+        bad.text
+    )
+
+
+def test_the_layer_chart_and_rollout_show_the_apis_numbers(client: TestClient) -> None:
+    html = client.get("/model", params={"text": CAT}).text
+    api = client.post("/api/model", json={"text": CAT}).json()
+    chart = figure_data(html, "fig-by-layer")
+    go.Figure(chart)
+    means = [t for t in chart["data"] if t["mode"] == "lines+markers"]
+    assert [t["name"] for t in means] == ["[CLS]", "[SEP]", "punctuation"]
+    np.testing.assert_allclose(
+        means[0]["y"], np.mean(api["attention_to"]["cls"], axis=1), atol=1e-4
+    )
+    rollout = figure_data(html, "fig-rollout")
+    go.Figure(rollout)
+    np.testing.assert_allclose(rollout["data"][0]["z"], api["rollout"], atol=1e-4)
+    share = figure_data(html, "fig-share")
+    np.testing.assert_allclose(share["data"][0]["y"], api["input_share"], atol=1e-4)
+    assert "rough estimate, not a measurement" in unescape(html)
+
+
+def test_the_line_view_draws_a_line_per_visible_weight(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT, "layer": "0", "head": "2"}).text)
+    svg = section(html, "lineview", "</svg>")
+    api = client.post("/api/model", json={"text": CAT}).json()
+    w = np.array(api["weights"][0][2])
+    n = len(w)
+    assert svg.count('class="lv-tok lv-q"') == n
+    assert svg.count('class="lv-tok lv-k"') == n
+    lines = re.findall(
+        r'stroke-width="([\d.]+)"[^>]*data-q="(\d+)" data-k="(\d+)" data-w="([\d.]+)"', svg
+    )
+    assert len(lines) == int((w >= 0.02).sum())
+    for width, q, k, weight in lines:
+        assert float(weight) == pytest.approx(w[int(q), int(k)], abs=1e-4)
+        assert float(width) == pytest.approx(0.5 + 5 * w[int(q), int(k)], abs=0.01)
+    table = section(html, "lineview-table")
+    assert '<th scope="row">2 cat</th><td>the 1.00</td>' in table  # "cat" looks at "the"
+    twelve = unescape(client.get("/model", params={"text": CAT, "lines": "layer"}).text)
+    assert section(twelve, "lineview", "</svg>").count('stroke="#') > len(lines)
+    assert section(twelve, "lineview-table").count('scope="col"') == 13
+
+
+def test_a_long_text_is_pooled_in_the_grid_and_windowed_in_the_line_view(
+    client: TestClient,
+) -> None:
+    text = "a " * 254  # 256 word pieces
+    html = client.get("/model", params={"text": text}).text
+    grid = figure_data(html, "fig-grid")
+    assert np.shape(grid["data"][0]["z"]) == (6 * 33 - 1, 12 * 33 - 1)
+    page = unescape(html)
+    assert "Pieces 0 to 39 of 256 are drawn." in page
+    later = re.search(r'<a href="([^"]+)" id="lines-later"', html)
+    assert later is not None
+    assert "start=40" in unescape(later.group(1))
+    end = unescape(client.get("/model", params={"text": text, "start": "300"}).text)
+    assert "Pieces 216 to 255 of 256 are drawn." in end
+    assert 'id="lines-later"' not in end
+
+
+def test_switching_heads_off_shows_how_far_the_embedding_moved(client: TestClient) -> None:
+    response = client.get("/model", params=[("text", CAT), ("off", "0.2"), ("off", "3.5")])
+    html = unescape(response.text)
+    api = client.post("/api/model", json={"text": CAT, "ablate": [[0, 2], [3, 5]]}).json()
+    assert (
+        "With 2 heads switched off, the sentence embedding's cosine to the embedding with "
+        f"every head on is {api['unablated_cosine']:.4f}." in html
+    )
+    assert re.search(r'value="0.2" form="model-form" id="off-0-2" checked', html)
+    assert not re.search(r'id="off-0-3" checked', html)
+    veils = [
+        s for s in figure_data(response.text, "fig-grid")["layout"]["shapes"] if s.get("fillcolor")
+    ]
+    assert len(veils) == 2
+    assert client.get("/model", params={"text": CAT, "off": "0-2"}).status_code == 422
+
+
+def test_a_second_sentence_shows_the_similarity_and_the_ranking(client: TestClient) -> None:
+    params = {"text": "The weather is lovely today.", "compare": "He drove to the stadium."}
+    html = unescape(client.get("/model", params=params).text)
+    assert "similarity 0.1046." in html
+    api = client.post(
+        "/api/model",
+        json={"text": params["text"], "compare_text": params["compare"], "rank_heads": True},
+    ).json()
+    top = section(html, "ranking-table")
+    rows = re.findall(r"<tr><td>(\d+)</td><th scope=\"row\"><a [^>]*>(layer \d+ head \d+)</a>", top)
+    first = api["ranking"][0]
+    assert rows[0] == ("1", f"layer {first['layer']} head {first['head']}")
+    assert len(rows) == 10
+    assert section(html, "ranking-rest").count("<tr>") == 62
+
+
+def test_long_sentences_get_the_similarity_without_the_ranking(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 60}).text)
+    assert 'id="similarity-result"' in html
+    assert 'id="ranking-table"' not in html
+    assert "it is offered when both have at most 48 word pieces" in html
+
+
+def test_the_reading_is_in_spanish(client: TestClient) -> None:
+    html = unescape(client.get("/model", params={"text": CAT, "lang": "es"}).text)
+    assert "Qué hace cada cabeza en esta frase" in html
+    assert "token anterior 1.00" in html
+    assert "1 cabeza: capa 0 cabeza 2" in " ".join(html.split())

@@ -439,11 +439,15 @@ def test_markers_sit_at_the_chosen_length_and_the_gpu_capacity() -> None:
 
 
 def test_kv_chart_compares_mha_gqa_mqa_and_window() -> None:
-    curves = compute_cost(CostQuery(preset="llama-3-8b"))["curves"]
-    labels = list(curves["kv_cache_bytes"])
+    result = compute_cost(CostQuery(preset="llama-3-8b"))
+    curves = result.curves
+    labels = list(curves.kv_cache_bytes)
     assert labels[:3] == ["MHA (g = h = 32)", "GQA (g = 8)", "MQA (g = 1)"]
     assert "window 4,096" in labels[3]
-    assert curves["kv_chosen"] == "GQA (g = 8)"
+    assert curves.kv_chosen == "GQA (g = 8)"
+    # the chosen series is the result's own KV cache at its own length
+    at_n = curves.kv_cache_bytes[curves.kv_chosen][curves.seq_len.index(result.seq_len)]
+    assert at_n == result.kv_cache_bytes == 536_870_912  # 4096 · 32 · 2 · 8 · 128 · 2 B
 
 
 # ---------------------------------------------------------------- measuring

@@ -626,3 +626,15 @@ def test_page_measure_link_works_without_javascript(small_client: TestClient) ->
     html = small_client.get("/cost", params={"seq_len": 1_024, "measure": 1}).text
     assert 'id="measure-table"' in html
     assert "fig-measure" in html
+
+
+def test_the_typed_result_agrees_with_itself() -> None:
+    """Sizes, the GPU verdict and the preset are parts of one CostResult, read by attribute."""
+    result = compute_cost(CostQuery(preset="llama-2-7b", seq_len=4_096))
+    assert result.sizes.kv_cache_bytes.bytes == result.kv_cache_bytes == 2 * GiB
+    assert result.sizes.kv_cache_bytes.text == "2 GiB"
+    assert result.preset is not None
+    assert result.preset.kv_heads == result.kv_heads == 32
+    assert result.gpu.kv_cache_share == result.kv_cache_bytes / result.gpu.memory_bytes
+    assert [row.seq_len for row in result.scaling] == [4_096, 8_192, 16_384]
+    assert result.scaling[1].score_bytes_per_head == 4 * result.score_bytes_per_head

@@ -638,3 +638,12 @@ def test_the_typed_result_agrees_with_itself() -> None:
     assert result.gpu.kv_cache_share == result.kv_cache_bytes / result.gpu.memory_bytes
     assert [row.seq_len for row in result.scaling] == [4_096, 8_192, 16_384]
     assert result.scaling[1].score_bytes_per_head == 4 * result.score_bytes_per_head
+
+
+def test_the_page_shows_counts_beyond_28_digits(client: TestClient) -> None:
+    """10³⁰ FLOPs (a billion tokens, 128 heads and layers, a batch of 65,536) are grouped in
+    full, not refused with a 500 by decimal's default 28 digits of precision."""
+    page = client.get("/cost?seq_len=1000000000&heads=128&layers=128&batch=65536")
+    assert page.status_code == 200
+    flops = 4 * 10**18 * 128 * 128 * 128 * 65_536  # 4 · n² · d_head · h · L · B
+    assert f"{flops:,}" in page.text

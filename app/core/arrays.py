@@ -28,8 +28,12 @@ def _array(depth: int, item: dict[str, Any], description: str) -> Any:
 NUMBER = {"type": "number"}
 NUMBER_OR_NULL = {"anyOf": [{"type": "number"}, {"type": "null"}]}
 BOOLEAN = {"type": "boolean"}
+INTEGER = {"type": "integer"}
 
 Vector = _array(1, NUMBER, "A list of numbers.")
+MaskedVector = _array(1, NUMBER_OR_NULL, "A list of numbers; null where −∞.")
+BoolVector = _array(1, BOOLEAN, "A list of true/false.")
+IntVector = _array(1, INTEGER, "A list of whole numbers.")
 Matrix = _array(2, NUMBER, "A matrix as a list of rows.")
 MaskedMatrix = _array(2, NUMBER_OR_NULL, "A matrix as a list of rows; null where hidden (−∞).")
 BoolMatrix = _array(2, BOOLEAN, "A matrix of true/false as a list of rows.")

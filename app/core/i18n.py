@@ -17,6 +17,7 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from decimal import localcontext
 from functools import lru_cache
 from typing import Any
 
@@ -108,4 +109,6 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
 def format_number(value: float, digits: int | None = None) -> str:
     """A number in the reader's convention: 16,777,216 in English, 16.777.216 in Spanish."""
     pattern = None if digits is None else ("#,##0." + "0" * digits if digits else "#,##0")
-    return format_decimal(value, format=pattern, locale=_locale.get())
+    with localcontext() as exact:  # babel rounds in decimal: give it every digit of 10³⁰ FLOPs
+        exact.prec = max(exact.prec, len(f"{abs(value):.0f}") + (digits or 0) + 3)
+        return format_decimal(value, format=pattern, locale=_locale.get())

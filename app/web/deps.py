@@ -41,10 +41,11 @@ def page_query(declared: type[BaseModel], *more: str) -> Any:
     """A dependency reading the query parameters named by `declared`'s fields (and `more`).
 
     The names are kept on the dependency (`declared_names`), so the code and the tests know
-    what each page reads from its URL."""
+    what each page reads from its URL. Async, as it does no I/O: an async page that then
+    awaits (the /cost measurement) holds no worker thread while it waits."""
     names = frozenset(declared.model_fields) | frozenset(more)
 
-    def read(request: Request) -> PageQuery:
+    async def read(request: Request) -> PageQuery:
         return PageQuery(tuple((k, v) for k, v in request.query_params.multi_items() if k in names))
 
     read.declared_names = names  # type: ignore[attr-defined]

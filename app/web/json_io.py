@@ -10,6 +10,7 @@ levels of nesting instead of recursing without end.
 Its errors are `json.JSONDecodeError`s, which FastAPI turns into a 422 `json_invalid`.
 """
 
+import dataclasses
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -64,7 +65,12 @@ INT64_MAX = 2**63 - 1
 
 def wide_ints_as_floats(value: Any) -> Any:
     """orjson writes integers up to 64 bits; a wider one (10⁹ tokens squared, times heads,
-    layers and batch) goes out as the nearest float, which JSON readers parse anyway."""
+    layers and batch) goes out as the nearest float, which JSON readers parse anyway.
+    A typed result (a dataclass) is walked field by field, as orjson would write it."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: wide_ints_as_floats(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }
     if isinstance(value, dict):
         return {k: wide_ints_as_floats(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

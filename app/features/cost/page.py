@@ -12,33 +12,33 @@ from app.core.errors import BusyError, InputError, validation_errors
 from app.core.i18n import format_number, gettext
 from app.core.limits import MAX_SEQ_LEN
 from app.features.cost.measure import MeasurementCache
-from app.features.cost.schemas import CostQuery
+from app.features.cost.schemas import CostQuery, CostResult
 from app.features.cost.service import compute_cost, preset_list
 from app.math.cost import QUANT_BLOCKS, binary_size
 from app.web.figures import Marker, Series, byte_ticks, log_log_lines
 
 
-def _length_markers(result: dict[str, Any], field: str, fit: str, fills: str) -> list[Marker]:
+def _length_markers(result: CostResult, field: str, fit: str, fills: str) -> list[Marker]:
     """A marker at the chosen length, and one where the thing drawn fills the GPU (when on
     the chart); `fills` says so, with %(n)s for the length."""
-    n = result["seq_len"]
-    text = f"n = {format_number(n)}: {result['sizes'][field]['text']}"
-    markers = [Marker(gettext("your length"), n, result[field], text)]
-    m = result["gpu"][fit]
-    if m < result["curves"]["seq_len"][-1]:
-        gpu_bytes = result["gpu"]["memory_bytes"]
+    n = result.seq_len
+    text = f"n = {format_number(n)}: {getattr(result.sizes, field).text}"
+    markers = [Marker(gettext("your length"), n, getattr(result, field), text)]
+    m = getattr(result.gpu, fit)
+    if m < result.curves.seq_len[-1]:
+        gpu_bytes = result.gpu.memory_bytes
         full = fills % {"n": format_number(m)}
         markers.append(Marker(gettext("GPU full"), m, gpu_bytes, full, "diamond"))
     return markers
 
 
 def _bytes_chart(
-    result: dict[str, Any], series: list[Series], title: str, markers: list[Marker]
+    result: CostResult, series: list[Series], title: str, markers: list[Marker]
 ) -> dict[str, Any]:
     """Bytes against length on log axes, with the GPU's memory as a dotted line."""
-    ns = result["curves"]["seq_len"]
-    gpu_bytes = result["gpu"]["memory_bytes"]
-    gpu_name = gettext("GPU memory (%(size)s)") % {"size": result["sizes"]["gpu_memory"]["text"]}
+    ns = result.curves.seq_len
+    gpu_bytes = result.gpu.memory_bytes
+    gpu_name = gettext("GPU memory (%(size)s)") % {"size": result.sizes.gpu_memory.text}
     values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
     return log_log_lines(
         ns,
@@ -54,35 +54,35 @@ def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
     return Series(name, values, [binary_size(v).text for v in values], dash)
 
 
-def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
     """Score memory and KV cache against sequence length, with the chosen length and the
     GPU's capacity marked."""
-    curves = result["curves"]
+    curves = result.curves
     score_series = [
         _sized(
             gettext("dense attention: n × n scores of every head"),
-            curves["dense_score_bytes_per_layer"],
+            curves.dense_score_bytes_per_layer,
         ),
         _sized(
             gettext("memory-efficient exact kernel: 8 bytes of row statistics per query and head"),
-            curves["row_stats_bytes_per_layer"],
+            curves.row_stats_bytes_per_layer,
         ),
         _sized(
             gettext("Q, K, V and output (both kernels need them)"),
-            curves["qkvo_bytes_per_layer"],
+            curves.qkvo_bytes_per_layer,
             "dash",
         ),
     ]
     kv_series = [
-        _sized(label, ys, "solid" if label == curves["kv_chosen"] else "dash")
-        for label, ys in curves["kv_cache_bytes"].items()
+        _sized(label, ys, "solid" if label == curves.kv_chosen else "dash")
+        for label, ys in curves.kv_cache_bytes.items()
     ]
     return {
         "scores": _bytes_chart(
             result,
             score_series,
             gettext("Attention memory of one layer (%(heads)s heads × batch %(batch)s)")
-            % {"heads": result["heads"], "batch": result["batch"]},
+            % {"heads": result.heads, "batch": result.batch},
             _length_markers(
                 result,
                 "score_bytes_per_layer",
@@ -94,7 +94,7 @@ def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
             result,
             kv_series,
             gettext("KV cache, %(layers)s layers × batch %(batch)s")
-            % {"layers": result["layers"], "batch": result["batch"]},
+            % {"layers": result.layers, "batch": result.batch},
             _length_markers(
                 result,
                 "kv_cache_bytes",
@@ -143,42 +143,42 @@ FORM_FIELDS = (
 KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int4", "q8_0", "q4_0")
 
 
-def _form_values(result: dict[str, Any]) -> dict[str, str]:
+def _form_values(result: CostResult) -> dict[str, str]:
     """The inputs as the form shows them: the values the result was computed from."""
-    values = {name: result.get(name) for name in FORM_FIELDS}
-    values["dtype"] = result["dtype"] or "fp16"
-    values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
-    values["kv_dtype"] = result["kv_dtype_requested"]
-    values["weight_bytes"] = result["weight_bytes"] or None
-    values["sinks"] = result["sinks"] or None
+    values = {name: getattr(result, name, None) for name in FORM_FIELDS}
+    values["dtype"] = result.dtype or "fp16"
+    values["gpu_memory_gib"] = f"{result.gpu.memory_gib:g}"
+    values["kv_dtype"] = result.kv_dtype_requested
+    values["weight_bytes"] = result.weight_bytes or None
+    values["sinks"] = result.sinks or None
     return {k: "" if v is None else str(v) for k, v in values.items()}
 
 
-def kv_element_text(result: dict[str, Any]) -> str:
+def kv_element_text(result: CostResult) -> str:
     """b_kv as the reader can check it: 34/32 for q8_0 (bytes per block / values), else b."""
-    if result["kv_dtype"] in QUANT_BLOCKS:
-        size, count = QUANT_BLOCKS[result["kv_dtype"]]
+    if result.kv_dtype in QUANT_BLOCKS:
+        size, count = QUANT_BLOCKS[result.kv_dtype]
         return f"{size}/{count}"
-    return f"{result['kv_bytes_per_element']:g}"
+    return f"{result.kv_bytes_per_element:g}"
 
 
-def fit_view(result: dict[str, Any]) -> dict[str, Any]:
+def fit_view(result: CostResult) -> dict[str, Any]:
     """The "what fits" verdict: cache + weights against the GPU, the longest n and the largest
     batch, each with the numbers of its formula (the values come from the service)."""
-    gpu, n, batch = result["gpu"], result["seq_len"], result["batch"]
-    one = result["kv_cache_bytes"] // batch if batch else 0
-    free = gpu["memory_bytes"] - result["weight_bytes"]
+    gpu, n, batch = result.gpu, result.seq_len, result.batch
+    one = result.kv_cache_bytes // batch if batch else 0
+    free = gpu.memory_bytes - result.weight_bytes
     return {
-        "fits": result["fits"],
-        "total": result["sizes"]["kv_and_weights"]["text"],
-        "weights": result["sizes"]["weight_bytes"]["text"],
-        "max_seq_len": result["max_seq_len"],
-        "max_batch": result["max_batch"],
-        "unbounded": result["max_seq_len"] >= MAX_SEQ_LEN,
-        "batch_numbers": f"⌊({format_number(gpu['memory_bytes'])} − "
-        f"{format_number(result['weight_bytes'])}) / {format_number(one)}⌋",
-        "length_numbers": f"KV({format_number(result['max_seq_len'])}) × {batch} + "
-        f"{format_number(result['weight_bytes'])} ≤ {format_number(gpu['memory_bytes'])}",
+        "fits": result.fits,
+        "total": result.sizes.kv_and_weights.text,
+        "weights": result.sizes.weight_bytes.text,
+        "max_seq_len": result.max_seq_len,
+        "max_batch": result.max_batch,
+        "unbounded": result.max_seq_len >= MAX_SEQ_LEN,
+        "batch_numbers": f"⌊({format_number(gpu.memory_bytes)} − "
+        f"{format_number(result.weight_bytes)}) / {format_number(one)}⌋",
+        "length_numbers": f"KV({format_number(result.max_seq_len)}) × {batch} + "
+        f"{format_number(result.weight_bytes)} ≤ {format_number(gpu.memory_bytes)}",
         "free": format_number(max(free, 0)),
         "seq_len": format_number(n),
     }

@@ -16,6 +16,7 @@ paper named in `source`. Nothing is fetched at run time.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.features.cost.schemas import PresetInfo
 from app.math.cost import AttentionConfig
 
 ConfigValue = int | bool
@@ -114,24 +115,25 @@ class ModelPreset:
             rope_head_dim=self.rope_head_dim,
         )
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "layers": self.layers,
-            "heads": self.heads,
-            "kv_heads": self.kv_heads,
-            "head_dim": self.head_dim,
-            "hidden_size": self.hidden_size,
-            "max_context": self.max_context,
-            "window": self.window,
-            "window_layers": self.window_layers,
-            "window_layer_indices": list(self.windowed_layer_indices),
-            "kv_lora_rank": self.kv_lora_rank,
-            "rope_head_dim": self.rope_head_dim if self.kv_lora_rank is not None else None,
-            "attention": self.attention.kind,
-            "decoder": self.decoder,
-            "source": self.source,
-            "config_fields": dict(self.config),
-            "notes": self.notes,
-        }
+    def info(self) -> PresetInfo:
+        """The preset as the API lists it."""
+        return PresetInfo(
+            id=self.id,
+            name=self.name,
+            layers=self.layers,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            hidden_size=self.hidden_size,
+            max_context=self.max_context,
+            window=self.window,
+            window_layers=self.window_layers,
+            window_layer_indices=list(self.windowed_layer_indices),
+            kv_lora_rank=self.kv_lora_rank,
+            rope_head_dim=self.rope_head_dim if self.kv_lora_rank is not None else None,
+            attention=self.attention.kind,
+            decoder=self.decoder,
+            source=self.source,
+            config_fields=dict(self.config),
+            notes=self.notes,
+        )

@@ -8,7 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.features.cost.measure import MeasurementCache
 from app.features.cost.page import cost_measurement, cost_page_context
-from app.features.cost.schemas import CostQuery
+from app.features.cost.schemas import CostQuery, CostResult, PresetList
 from app.features.cost.service import compute_cost, preset_list
 from app.web.deps import ErrorResponse, PageQuery, page_query
 from app.web.json_io import JSONResponse
@@ -26,16 +26,16 @@ async def get_measurements(request: Request) -> MeasurementCache:
 MeasurementsDep = Annotated[MeasurementCache, Depends(get_measurements)]
 
 
-@api.get("/cost", responses={422: {"model": ErrorResponse}})
+@api.get("/cost", response_model=CostResult, responses={422: {"model": ErrorResponse}})
 def cost(query: Annotated[CostQuery, Query()]) -> JSONResponse:
     """What scales quadratically: score memory, FLOPs and the KV cache for one configuration."""
     return JSONResponse(compute_cost(query))
 
 
-@api.get("/cost/models")
+@api.get("/cost/models", response_model=PresetList)
 def cost_models() -> JSONResponse:
     """Model presets: published attention configurations, each with its source."""
-    return JSONResponse({"models": preset_list()})
+    return JSONResponse(PresetList(models=preset_list()))
 
 
 @api.get("/cost/measure", responses={503: {"model": ErrorResponse}})

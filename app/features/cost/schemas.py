@@ -1,5 +1,7 @@
-"""GET /api/cost and the /cost page: one attention configuration at one length."""
+"""GET /api/cost and the /cost page: the query (one attention configuration at one length)
+and the typed results of GET /api/cost and /api/cost/models."""
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -81,3 +83,166 @@ class CostQuery(BaseModel):
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if v != ""}
         return data
+
+
+# ---------------------------------------------------------------- the typed results
+
+WIDE = (
+    "An exact whole number; beyond 64 bits (2⁶³ − 1) it is written as the nearest float, "
+    "which JSON readers parse anyway."
+)
+WideInt = Annotated[int, Field(description=WIDE)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PresetInfo:
+    """A model preset as GET /api/cost/models lists it: the attention configuration its
+    config.json gives, and where the numbers come from."""
+
+    id: str
+    name: str
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden_size: int
+    max_context: int
+    window: int | None
+    window_layers: int | None
+    window_layer_indices: list[int]
+    kv_lora_rank: int | None
+    rope_head_dim: int | None
+    attention: Annotated[str, Field(description="MHA, GQA, MQA or MLA.")]
+    decoder: bool
+    source: str
+    config_fields: Annotated[
+        dict[str, int | bool],
+        Field(description="The attention fields of the model's config.json, as published."),
+    ]
+    notes: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PresetList:
+    """GET /api/cost/models."""
+
+    models: list[PresetInfo]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Size:
+    """A byte count and the same amount in the largest binary unit that keeps it ≥ 1."""
+
+    bytes: WideInt
+    value: float
+    unit: str
+    text: Annotated[str, Field(description="For instance 32 MiB or 1.5 GiB.")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sizes:
+    """The byte counts of the answer, each in binary units."""
+
+    score_bytes_per_head: Size
+    score_bytes_per_layer: Size
+    score_bytes_model: Size
+    row_stats_bytes_per_layer: Size
+    qkvo_bytes_per_layer: Size
+    kv_cache_bytes_per_token: Size
+    kv_cache_bytes: Size
+    weight_bytes: Size
+    kv_and_weights: Size
+    gpu_memory: Size
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuFit:
+    """What fits in the GPU's memory."""
+
+    memory_gib: float
+    memory_bytes: int
+    kv_cache_fits: bool
+    kv_cache_share: float
+    score_layer_fits: bool
+    score_layer_share: float
+    longest_kv_fit: Annotated[int, Field(description="The longest n whose KV cache fits.")]
+    longest_dense_layer_fit: Annotated[
+        int, Field(description="The longest n whose layer of scores fits.")
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingRow:
+    """Score memory of one head at n, 2n or 4n."""
+
+    seq_len: int
+    score_entries_per_head: WideInt
+    score_bytes_per_head: WideInt
+    size: Size
+
+
+@dataclass(frozen=True, kw_only=True)
+class Curves:
+    """Every chart's series against sequence length, on a log grid."""
+
+    seq_len: list[int]
+    dense_score_bytes_per_layer: list[WideInt]
+    row_stats_bytes_per_layer: list[WideInt]
+    qkvo_bytes_per_layer: list[WideInt]
+    kv_cache_bytes: Annotated[
+        dict[str, list[WideInt]],
+        Field(description="One series per configuration compared, by its label."),
+    ]
+    kv_chosen: Annotated[str, Field(description="The label of the configuration asked about.")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostResult:
+    """The whole GET /api/cost answer: one attention configuration at one length."""
+
+    seq_len: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    layers: int
+    batch: int
+    bytes_per_element: float
+    bits_per_element: int
+    dtype: str | None
+    window: int | None
+    window_layers: int | None
+    global_layers: int
+    attention: Annotated[str, Field(description="MHA, GQA, MQA or MLA.")]
+    preset: PresetInfo | None
+    score_entries_per_head: WideInt
+    score_bytes_per_head: WideInt
+    score_bytes_per_layer: WideInt
+    score_bytes_model: WideInt
+    row_stats_bytes_per_layer: WideInt
+    qkvo_bytes_per_layer: WideInt
+    prefill_flops_per_head: WideInt
+    prefill_flops: WideInt
+    causal_prefill_flops: WideInt
+    decode_flops_per_head: WideInt
+    decode_flops: WideInt
+    kv_cache_bytes_per_token: WideInt
+    kv_cache_bytes_per_token_global: WideInt | None
+    kv_cache_bytes: WideInt
+    kv_cached_tokens_windowed: int | None
+    kv_dtype: str
+    kv_dtype_requested: str | None
+    kv_bytes_per_element: float
+    kv_bytes_per_element_exact: Annotated[list[int], Field(description="[numerator, denominator].")]
+    kv_elements_per_token_layer: int
+    kv_lora_rank: int | None
+    rope_head_dim: int | None
+    sinks: int | None
+    weight_bytes: int
+    fits: bool
+    max_seq_len: int
+    max_batch: int
+    warnings: list[str]
+    gpu: GpuFit
+    sizes: Sizes
+    scaling: list[ScalingRow]
+    curves: Curves

@@ -1,4 +1,4 @@
-"""From a cost query to one result dict, shared by GET /api/cost and the /cost page.
+"""From a cost query to one typed result (CostResult), shared by GET /api/cost and the /cost page.
 
 Fills what the query left out (from a model preset, else the API contract's defaults),
 checks what only shows once everything is filled in (kv_heads divides heads, window_layers
@@ -7,7 +7,6 @@ fits in layers), and lays out every figure app/math/cost.py computes. Integers s
 
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +15,16 @@ from app.core.i18n import format_number, gettext
 from app.core.limits import MAX_SEQ_LEN
 from app.core.rules import kv_heads_problem
 from app.features.cost.presets import PRESETS, PRESETS_BY_ID, ModelPreset
-from app.features.cost.schemas import CostQuery
+from app.features.cost.schemas import (
+    CostQuery,
+    CostResult,
+    Curves,
+    GpuFit,
+    PresetInfo,
+    ScalingRow,
+    Size,
+    Sizes,
+)
 from app.math import cost
 from app.math.cost import AttentionConfig
 
@@ -29,15 +37,6 @@ DTYPE_OF_BYTES = {
 }
 CURVE_POINTS = 41
 EXAMPLE_WINDOW = 4096
-BYTE_FIELDS = (
-    "score_bytes_per_head",
-    "score_bytes_per_layer",
-    "score_bytes_model",
-    "row_stats_bytes_per_layer",
-    "qkvo_bytes_per_layer",
-    "kv_cache_bytes_per_token",
-    "kv_cache_bytes",
-)
 
 
 def _query_error(field: str, msg: str) -> InputError:
@@ -130,9 +129,9 @@ def _number(value: Fraction) -> str:
     return str(int(value)) if value.denominator == 1 else str(float(value))
 
 
-def size_of(n_bytes: int) -> dict[str, Any]:
+def size_of(n_bytes: int) -> Size:
     s = cost.binary_size(n_bytes)
-    return {"bytes": s.bytes, "value": s.value, "unit": s.unit, "text": s.text}
+    return Size(bytes=s.bytes, value=s.value, unit=s.unit, text=s.text)
 
 
 def _grid(lo: int, hi: int, extra: list[int]) -> list[int]:
@@ -177,7 +176,7 @@ def _with_kv(config: AttentionConfig, kv_heads: int) -> AttentionConfig:
     return AttentionConfig(config.layers, config.heads, kv_heads, config.head_dim)
 
 
-def compute_cost(query: CostQuery) -> dict[str, Any]:
+def compute_cost(query: CostQuery) -> CostResult:
     """The whole /api/cost result."""
     preset = find_preset(query.preset)
     b, dtype = element_size(query)
@@ -193,89 +192,101 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
     def kv_at(m: int) -> int:
         return config.kv_cache_bytes(m, kv_b, batch)
 
+    score_bytes_per_head = cost.score_bytes(n, b)
     score_bytes_per_layer = dense_layer(n)
+    score_bytes_model = score_bytes_per_layer * config.layers
+    row_stats = config.row_stats_bytes_per_layer(n, batch)
+    qkvo = config.qkvo_bytes_per_layer(n, b, batch)
+    kv_per_token = config.kv_cache_bytes_per_token(kv_b)
     kv_bytes = kv_at(n)
     kv_fit = cost.longest_fitting(kv_at, gpu_bytes, MAX_SEQ_LEN)
     dense_fit = cost.longest_fitting(dense_layer, gpu_bytes, MAX_SEQ_LEN)
-    fields: dict[str, Any] = {
-        "seq_len": n,
-        "heads": config.heads,
-        "kv_heads": config.kv_heads,
-        "head_dim": config.head_dim,
-        "layers": config.layers,
-        "batch": batch,
-        "bytes_per_element": float(b) if b.denominator != 1 else int(b),
-        "bits_per_element": int(b * 8),
-        "dtype": dtype,
-        "window": config.window,
-        "window_layers": config.windowed_layers if config.window is not None else None,
-        "global_layers": config.global_layers,
-        "attention": config.kind,
-        "preset": preset.as_dict() if preset else None,
+    return CostResult(
+        seq_len=n,
+        heads=config.heads,
+        kv_heads=config.kv_heads,
+        head_dim=config.head_dim,
+        layers=config.layers,
+        batch=batch,
+        bytes_per_element=float(b) if b.denominator != 1 else int(b),
+        bits_per_element=int(b * 8),
+        dtype=dtype,
+        window=config.window,
+        window_layers=config.windowed_layers if config.window is not None else None,
+        global_layers=config.global_layers,
+        attention=config.kind,
+        preset=preset.info() if preset else None,
         # seed 000's table, and beyond
-        "score_entries_per_head": cost.score_entries(n),
-        "score_bytes_per_head": cost.score_bytes(n, b),
-        "score_bytes_per_layer": score_bytes_per_layer,
-        "score_bytes_model": score_bytes_per_layer * config.layers,
-        "row_stats_bytes_per_layer": config.row_stats_bytes_per_layer(n, batch),
-        "qkvo_bytes_per_layer": config.qkvo_bytes_per_layer(n, b, batch),
-        "prefill_flops_per_head": cost.prefill_flops_per_head(n, config.head_dim),
-        "prefill_flops": config.prefill_flops(n, batch),
-        "causal_prefill_flops": config.causal_prefill_flops(n, batch),
-        "decode_flops_per_head": cost.decode_flops_per_head(n, config.head_dim),
-        "decode_flops": config.decode_flops(n, batch),
-        "kv_cache_bytes_per_token": config.kv_cache_bytes_per_token(kv_b),
-        "kv_cache_bytes_per_token_global": (
+        score_entries_per_head=cost.score_entries(n),
+        score_bytes_per_head=score_bytes_per_head,
+        score_bytes_per_layer=score_bytes_per_layer,
+        score_bytes_model=score_bytes_model,
+        row_stats_bytes_per_layer=row_stats,
+        qkvo_bytes_per_layer=qkvo,
+        prefill_flops_per_head=cost.prefill_flops_per_head(n, config.head_dim),
+        prefill_flops=config.prefill_flops(n, batch),
+        causal_prefill_flops=config.causal_prefill_flops(n, batch),
+        decode_flops_per_head=cost.decode_flops_per_head(n, config.head_dim),
+        decode_flops=config.decode_flops(n, batch),
+        kv_cache_bytes_per_token=kv_per_token,
+        kv_cache_bytes_per_token_global=(
             config.kv_cache_bytes(n, kv_b) - config.kv_cache_bytes(n - 1, kv_b) if n > 1 else None
         ),
-        "kv_cache_bytes": kv_bytes,
-        "kv_cached_tokens_windowed": (
+        kv_cache_bytes=kv_bytes,
+        kv_cached_tokens_windowed=(
             cost.cached_tokens(n, config.window, config.sinks)
             if config.window is not None
             else None
         ),
-        "kv_dtype": kv_dtype,
-        "kv_dtype_requested": query.kv_dtype,
-        "kv_bytes_per_element": float(kv_b),
-        "kv_bytes_per_element_exact": [kv_b.numerator, kv_b.denominator],
-        "kv_elements_per_token_layer": cost.kv_elements_per_token_layer(
+        kv_dtype=kv_dtype,
+        kv_dtype_requested=query.kv_dtype,
+        kv_bytes_per_element=float(kv_b),
+        kv_bytes_per_element_exact=[kv_b.numerator, kv_b.denominator],
+        kv_elements_per_token_layer=cost.kv_elements_per_token_layer(
             config.kv_heads, config.head_dim, config.kv_lora_rank, config.rope_head_dim
         ),
-        "kv_lora_rank": config.kv_lora_rank,
-        "rope_head_dim": config.rope_head_dim if config.kv_lora_rank is not None else None,
-        "sinks": config.sinks if config.window is not None else None,
-        "weight_bytes": weights,
-        "fits": kv_bytes + weights <= gpu_bytes,
-        "max_seq_len": config.max_seq_len(kv_b, batch, gpu_bytes, weights, MAX_SEQ_LEN),
-        "max_batch": config.max_batch(n, kv_b, gpu_bytes, weights),
-        "warnings": cost_warnings(query, preset, config, kv_bytes, weights, gpu_bytes),
-        "gpu": {
-            "memory_gib": query.gpu_memory_gib,
-            "memory_bytes": gpu_bytes,
-            "kv_cache_fits": kv_bytes <= gpu_bytes,
-            "kv_cache_share": kv_bytes / gpu_bytes,
-            "score_layer_fits": score_bytes_per_layer <= gpu_bytes,
-            "score_layer_share": score_bytes_per_layer / gpu_bytes,
-            "longest_kv_fit": kv_fit,
-            "longest_dense_layer_fit": dense_fit,
-        },
-    }
-    fields["sizes"] = {name: size_of(fields[name]) for name in BYTE_FIELDS}
-    fields["sizes"]["weight_bytes"] = size_of(weights)
-    fields["sizes"]["kv_and_weights"] = size_of(kv_bytes + weights)
-    fields["sizes"]["gpu_memory"] = size_of(gpu_bytes)
-    fields["scaling"] = [
-        {
-            "seq_len": m,
-            "score_entries_per_head": cost.score_entries(m),
-            "score_bytes_per_head": cost.score_bytes(m, b),
-            "size": size_of(cost.score_bytes(m, b)),
-        }
-        for m in (n, 2 * n, 4 * n)
-        if m <= MAX_SEQ_LEN
-    ]
-    fields["curves"] = curves(config, n, b, kv_b, batch, [kv_fit, dense_fit])
-    return fields
+        kv_lora_rank=config.kv_lora_rank,
+        rope_head_dim=config.rope_head_dim if config.kv_lora_rank is not None else None,
+        sinks=config.sinks if config.window is not None else None,
+        weight_bytes=weights,
+        fits=kv_bytes + weights <= gpu_bytes,
+        max_seq_len=config.max_seq_len(kv_b, batch, gpu_bytes, weights, MAX_SEQ_LEN),
+        max_batch=config.max_batch(n, kv_b, gpu_bytes, weights),
+        warnings=cost_warnings(query, preset, config, kv_bytes, weights, gpu_bytes),
+        gpu=GpuFit(
+            memory_gib=query.gpu_memory_gib,
+            memory_bytes=gpu_bytes,
+            kv_cache_fits=kv_bytes <= gpu_bytes,
+            kv_cache_share=kv_bytes / gpu_bytes,
+            score_layer_fits=score_bytes_per_layer <= gpu_bytes,
+            score_layer_share=score_bytes_per_layer / gpu_bytes,
+            longest_kv_fit=kv_fit,
+            longest_dense_layer_fit=dense_fit,
+        ),
+        sizes=Sizes(
+            score_bytes_per_head=size_of(score_bytes_per_head),
+            score_bytes_per_layer=size_of(score_bytes_per_layer),
+            score_bytes_model=size_of(score_bytes_model),
+            row_stats_bytes_per_layer=size_of(row_stats),
+            qkvo_bytes_per_layer=size_of(qkvo),
+            kv_cache_bytes_per_token=size_of(kv_per_token),
+            kv_cache_bytes=size_of(kv_bytes),
+            weight_bytes=size_of(weights),
+            kv_and_weights=size_of(kv_bytes + weights),
+            gpu_memory=size_of(gpu_bytes),
+        ),
+        scaling=[
+            ScalingRow(
+                seq_len=m,
+                score_entries_per_head=cost.score_entries(m),
+                score_bytes_per_head=cost.score_bytes(m, b),
+                size=size_of(cost.score_bytes(m, b)),
+            )
+            for m in (n, 2 * n, 4 * n)
+            if m <= MAX_SEQ_LEN
+        ],
+        curves=curves(config, n, b, kv_b, batch, [kv_fit, dense_fit]),
+    )
 
 
 def curves(
@@ -285,7 +296,7 @@ def curves(
     kv_b: Fraction,
     batch: int,
     capacities: list[int],
-) -> dict[str, Any]:
+) -> Curves:
     """Every chart's series against sequence length, sampled on a log grid that reaches past
     the chosen length and the lengths where the GPU fills up."""
     fits = [m for m in capacities if m < MAX_SEQ_LEN]
@@ -297,16 +308,16 @@ def curves(
         return [fn(m) for m in ns]
 
     kv = kv_series(config)
-    return {
-        "seq_len": ns,
-        "dense_score_bytes_per_layer": over(lambda m: config.score_bytes_per_layer(m, b, batch)),
-        "row_stats_bytes_per_layer": over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
-        "qkvo_bytes_per_layer": over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
-        "kv_cache_bytes": {
+    return Curves(
+        seq_len=ns,
+        dense_score_bytes_per_layer=over(lambda m: config.score_bytes_per_layer(m, b, batch)),
+        row_stats_bytes_per_layer=over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
+        qkvo_bytes_per_layer=over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
+        kv_cache_bytes={
             label: over(lambda m, c=c: c.kv_cache_bytes(m, kv_b, batch)) for label, c in kv
         },
-        "kv_chosen": next(label for label, c in kv if c == config),
-    }
+        kv_chosen=next(label for label, c in kv if c == config),
+    )
 
 
 def cost_warnings(
@@ -359,6 +370,6 @@ def cost_warnings(
     return warnings
 
 
-def preset_list() -> list[dict[str, object]]:
+def preset_list() -> list[PresetInfo]:
     """GET /api/cost/models."""
-    return [p.as_dict() for p in PRESETS]
+    return [p.info() for p in PRESETS]

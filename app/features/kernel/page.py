@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 from app.core.errors import InputError
 from app.core.i18n import N_, gettext
 from app.core.limits import HARD_MAX_TOKENS
+from app.features.kernel.results import DecodeResult, TiledResult
 from app.features.kernel.schemas import MAX_SRAM_ELEMENTS, DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.kernel.traffic import traffic_view
@@ -20,6 +21,7 @@ from app.features.lab.page import MASK_MODES, LabPage
 from app.features.lab.state import LabParams, StateError, Text, integer
 from app.features.lab.url import encode
 from app.features.stages.page import FULL_TABLES_UP_TO, head_stages
+from app.math.flash import Transfer
 from app.settings import Settings
 from app.web.figures import heatmap, progress_map
 from app.web.templating import fmt
@@ -109,8 +111,8 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
         problems.append(_sentence(problem))
         values = {k: v for k, v in values.items() if k not in ("cache", "cache_window", "sinks")}
         decode = compute_decode(DecodeRequest.model_validate({**lab, **prompt}), settings)
-    step = min(values.get("step", 0), len(tiled["steps"]) - 1)
-    decode_step = min(values.get("decode_step", 0), len(decode["steps"]))
+    step = min(values.get("step", 0), len(tiled.steps) - 1)
+    decode_step = min(values.get("decode_step", 0), len(decode.steps))
     state = [*page.params, *((k, v) for k, v in values.items() if k not in ("step", "decode_step"))]
     where = {"step": step, "decode_step": decode_step}
     return {
@@ -124,8 +126,8 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
         "decode": decode,
         "tile": tile_view(tiled, step),
         "dec": decode_view(decode, decode_step),
-        "tiled_links": step_links(state, where, "step", len(tiled["steps"]) - 1),
-        "decode_links": step_links(state, where, "decode_step", len(decode["steps"])),
+        "tiled_links": step_links(state, where, "step", len(tiled.steps) - 1),
+        "decode_links": step_links(state, where, "decode_step", len(decode.steps)),
         "orders": [(value, gettext(ORDER_LABELS[value])) for value in CHOICES["order"]],
         "policies": [(value, gettext(POLICY_LABELS[value])) for value in CHOICES["cache"]],
         "traffic": traffic_view(tiled, step),
@@ -166,51 +168,51 @@ def step_links(
 # ---------------------------------------------------------------- tiled attention
 
 
-def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
+def tile_view(result: TiledResult, s: int) -> dict[str, Any]:
     """Step s of the tiled walk-through: the tile, the row statistics, the output so far."""
-    tokens, steps = result["tokens"], result["steps"]
+    tokens, steps = result.tokens, result.steps
     step = steps[s]
-    r0, r1 = step["query_block"]
-    c0, c1 = step["key_block"]
+    r0, r1 = step.query_block
+    c0, c1 = step.key_block
     rows = [
         {
             "token": tokens[r0 + i],
-            "m_before": step["m_before"][i],
-            "m": step["m"][i],
-            "grew": bool(step["grew"][i]),
-            "rescale": step["rescale"][i],
-            "l_before": step["l_before"][i],
-            "l": step["l"][i],
-            "o_before": step["o_before"][i],
-            "o": step["o"][i],
-            "m_tile": step["m_tile"][i],
-            "p_scale": step["p_scale"][i],
-            "logsumexp": None if step["logsumexp_rows"] is None else step["logsumexp_rows"][i],
-            "output": None if step["output_rows"] is None else step["output_rows"][i],
+            "m_before": step.m_before[i],
+            "m": step.m[i],
+            "grew": bool(step.grew[i]),
+            "rescale": step.rescale[i],
+            "l_before": step.l_before[i],
+            "l": step.l[i],
+            "o_before": step.o_before[i],
+            "o": step.o[i],
+            "m_tile": step.m_tile[i],
+            "p_scale": step.p_scale[i],
+            "logsumexp": None if step.logsumexp_rows is None else step.logsumexp_rows[i],
+            "output": None if step.output_rows is None else step.output_rows[i],
         }
         for i in range(r1 - r0)
     ]
     written: dict[int, np.ndarray] = {}
     for earlier in steps[: s + 1]:
-        if earlier["output_rows"] is not None:
-            start = earlier["query_block"][0]
-            written.update({start + i: row for i, row in enumerate(earlier["output_rows"])})
+        if earlier.output_rows is not None:
+            start = earlier.query_block[0]
+            written.update({start + i: row for i, row in enumerate(earlier.output_rows)})
     output = [
-        {"token": t, "tiled": written.get(i), "dense": result["dense_output"][i]}
+        {"token": t, "tiled": written.get(i), "dense": result.dense_output[i]}
         for i, t in enumerate(tokens)
     ]
     figures = {"progress": _progress_figure(result, s)}
-    if not step["skipped"]:
+    if not step.skipped:
         q_tokens, k_tokens = tokens[r0:r1], tokens[c0:c1]
         figures["scores"] = heatmap(
-            step["scores"], k_tokens, q_tokens, gettext("S = Q·Kᵀ / √d_k, this tile"), "diverging"
+            step.scores, k_tokens, q_tokens, gettext("S = Q·Kᵀ / √d_k, this tile"), "diverging"
         )
         p_title = (
             gettext("P̃ = exp(S − m̃), this tile")
-            if result["order"] == "fa1"
+            if result.order == "fa1"
             else gettext("P = exp(S − m), this tile")
         )
-        figures["p"] = heatmap(step["p"], k_tokens, q_tokens, p_title)
+        figures["p"] = heatmap(step.p, k_tokens, q_tokens, p_title)
     return {
         "index": s,
         "count": len(steps),
@@ -220,82 +222,80 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         "rows": rows,
         "output": output,
         "finished": s == len(steps) - 1,
-        "ends_row_block": step["output_rows"] is not None,
-        "order": result["order"],
-        "reads": _moved(step["reads"], tokens),
-        "writes": _moved(step["writes"], tokens),
-        "peak_so_far": max(e["score_entries"] for e in steps[: s + 1]),
+        "ends_row_block": step.output_rows is not None,
+        "order": result.order,
+        "reads": _moved(step.reads, tokens),
+        "writes": _moved(step.writes, tokens),
+        "peak_so_far": max(e.score_entries for e in steps[: s + 1]),
         "full_tables": len(tokens) <= FULL_TABLES_UP_TO,
         "table_limit": FULL_TABLES_UP_TO,
         "figures": figures,
     }
 
 
-def _moved(transfers: list[dict[str, Any]], tokens: list[str]) -> list[dict[str, Any]]:
+def _moved(transfers: list[Transfer], tokens: list[str]) -> list[dict[str, Any]]:
     """Each block moved, named as the formulas name it: K rows 2–3 (“sleeps”…), 4 numbers."""
     return [
         {
-            "name": t["name"],
-            "first": t["rows"][0],
-            "last": t["rows"][1] - 1,
-            "tokens": tokens[t["rows"][0] : t["rows"][1]],
-            "elements": t["elements"],
+            "name": t.name,
+            "first": t.rows[0],
+            "last": t.rows[1] - 1,
+            "tokens": tokens[t.rows[0] : t.rows[1]],
+            "elements": t.elements,
         }
         for t in transfers
     ]
 
 
-def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
+def _progress_figure(result: TiledResult, s: int) -> dict[str, Any]:
     """0 = not computed yet, 1 = computed in an earlier step, 2 = the tile held now, 3 = the
     tile skipped now; each computed cell labelled with its score (−∞ where the mask hides it)."""
-    n, steps = len(result["tokens"]), result["steps"]
-    state = steps[s]["touched"].astype(float)  # (n, n): 1 where computed so far
+    n, steps = len(result.tokens), result.steps
+    state = steps[s].touched.astype(float)  # (n, n): 1 where computed so far
     text = [[""] * n for _ in range(n)] if n <= FULL_TABLES_UP_TO else None
     for step in steps[: s + 1] if text else ():
-        if step["skipped"]:
+        if step.skipped:
             continue
-        r0, c0 = step["query_block"][0], step["key_block"][0]
-        for i, row in enumerate(step["scores"]):
+        r0, c0 = step.query_block[0], step.key_block[0]
+        for i, row in enumerate(step.scores):
             for j, value in enumerate(row):
                 text[r0 + i][c0 + j] = fmt(value)
     current = steps[s]
-    tile = slice(*current["query_block"]), slice(*current["key_block"])
-    state[tile] = 3 if current["skipped"] else 2
-    return progress_map(state, text, result["tokens"], gettext("Scores touched so far"))
+    tile = slice(*current.query_block), slice(*current.key_block)
+    state[tile] = 3 if current.skipped else 2
+    return progress_map(state, text, result.tokens, gettext("Scores touched so far"))
 
 
 # ---------------------------------------------------------------- cached decoding
 
 
-def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
+def decode_view(result: DecodeResult, s: int) -> dict[str, Any]:
     """Step 0 is the prefill; step s ≥ 1 is the token at position prompt + s − 1."""
-    tokens, p = result["tokens"], result["prompt"]
+    tokens, p = result.tokens, result.prompt
     if s == 0:
-        prefill = result["prefill"]
-        held = list(prefill["cached_positions"])
+        prefill = result.prefill
+        held = list(prefill.cached_positions)
         figures = {
-            "weights": heatmap(
-                prefill["weights"], tokens[:p], tokens[:p], gettext("prefill weights")
-            )
+            "weights": heatmap(prefill.weights, tokens[:p], tokens[:p], gettext("prefill weights"))
         }
         token_step = None
         evicted = [j for j in range(p) if j not in held]
     else:
-        token_step = result["steps"][s - 1]
-        held = list(token_step["cached_positions"])
-        evicted = list(token_step["evicted"])
+        token_step = result.steps[s - 1]
+        held = list(token_step.cached_positions)
+        evicted = list(token_step.evicted)
         figures = {
             "weights": heatmap(
-                token_step["weights"][None, :],
+                token_step.weights[None, :],
                 [tokens[j] for j in held],
-                [token_step["token"]],
+                [token_step.token],
                 gettext("weights of the new query over the cache"),
             )
         }
-    d_k, d_v = result["d_k"], result["d_v"]
+    d_k, d_v = result.d_k, result.d_v
     cache_tokens = [f"{tokens[j]} ({j})" for j in held]
     figures["k_cache"] = heatmap(
-        result["k"][held],
+        result.k[held],
         [f"d{j}" for j in range(d_k)],
         cache_tokens,
         gettext("K cache"),
@@ -305,15 +305,15 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
     )
     return {
         "index": s,
-        "count": len(result["steps"]) + 1,
+        "count": len(result.steps) + 1,
         "token_step": token_step,
         "cache_length": len(held),
         "cache_positions": held,
         "cache_tokens": cache_tokens,
         "cache_elements": len(held) * (d_k + d_v),
         "evicted": [f"{tokens[j]} ({j})" for j in evicted],
-        "k_cache": result["k"][held],
-        "v_cache": result["v"][held],
+        "k_cache": result.k[held],
+        "v_cache": result.v[held],
         "k_labels": [f"d{j}" for j in range(d_k)],
         "v_labels": [f"d{j}" for j in range(d_v)],
         "figures": figures,

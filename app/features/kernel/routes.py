@@ -7,7 +7,8 @@ from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
 from app.features.kernel.page import KernelParams, kernel_context
-from app.features.kernel.schemas import DecodeRequest, DecodeResponse, TiledRequest, TiledResponse
+from app.features.kernel.results import DecodeResult, TiledResult
+from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.lab.page import lab_page
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
@@ -19,13 +20,13 @@ pages = APIRouter(include_in_schema=False)
 KernelQuery = Annotated[PageQuery, page_query(KernelParams)]
 
 
-@api.post("/kernel/tiled", response_model=TiledResponse, responses=ERRORS)
+@api.post("/kernel/tiled", response_model=TiledResult, responses=ERRORS)
 def kernel_tiled(req: TiledRequest, settings: SettingsDep) -> JSONResponse:
     """Tiled exact attention with an online softmax, step by step, next to the dense result."""
     return JSONResponse(compute_tiled(req, settings))
 
 
-@api.post("/kernel/decode", response_model=DecodeResponse, responses=ERRORS)
+@api.post("/kernel/decode", response_model=DecodeResult, responses=ERRORS)
 def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
     """A prefill, then one token at a time against a growing key/value cache."""
     return JSONResponse(compute_decode(req, settings))

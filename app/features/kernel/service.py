@@ -1,12 +1,25 @@
 """Tiled exact attention and cached decoding of a lab state, with their counts."""
 
-from dataclasses import asdict, dataclass
 from math import ceil
-from typing import Any
 
 import numpy as np
 
 from app.core.errors import InputError
+from app.features.kernel.results import (
+    CacheUsed,
+    DecodeResult,
+    DecodeStep,
+    LongSequenceRow,
+    LongSequenceUsed,
+    LongTraffic,
+    Prefill,
+    TiledMemory,
+    TiledResult,
+    TiledTraffic,
+    TileStep,
+    TrafficCount,
+    TrafficCurve,
+)
 from app.features.kernel.schemas import DecodeRequest, KernelRequest, TiledRequest
 from app.features.lab.service import inputs_used, one_head, resolve_inputs
 from app.features.stages.service import mask_of
@@ -15,40 +28,6 @@ from app.math import flash as fl
 from app.math import kernel as kn
 from app.math.cost import score_bytes, storage_bytes
 from app.settings import Settings
-
-
-@dataclass(frozen=True)
-class TrafficCount:
-    """Elements read from and written to slow memory."""
-
-    reads: int
-    writes: int
-
-    @property
-    def total(self) -> int:
-        return self.reads + self.writes
-
-
-@dataclass(frozen=True)
-class TiledTraffic:
-    """One run's traffic beside standard attention's (API fields: tiled, standard, skipped)."""
-
-    order: str
-    tiled: TrafficCount
-    standard: TrafficCount
-    setup_writes: int  # fa1 writes O = 0, l = 0, m = −∞ before its first step
-    tiles: int
-    skipped_tiles: int
-
-
-@dataclass(frozen=True)
-class CacheUsed:
-    """The cache policy a decoding ran with, as the response states it."""
-
-    policy: str
-    window: int | None
-    sinks: int
-    capacity: int | None  # most positions ever held; None: grows without bound
 
 
 def default_block(n: int) -> int:
@@ -77,20 +56,24 @@ def check_tiling(n: int, block_q: int, block_k: int, settings: Settings) -> None
         )
 
 
-def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
-    """Tiled and cached-decoding counts for long sequences, in closed form."""
+def long_sequence_fields(req: KernelRequest) -> dict[str, object]:
+    """Tiled and cached-decoding counts for long sequences, in closed form, by the field
+    names KernelResult shares."""
     spec = req.long_sequence
     rows = []
     for n in spec.seq_lens:
-        tiled = asdict(kn.tiled_counts(n, spec.block, spec.block, spec.head_dim, spec.head_dim))
-        # 2 bytes per score, as in the cost table of seed 000
-        tiled["dense_score_bytes"] = score_bytes(n)
-        tiled["tiled_score_bytes"] = storage_bytes(tiled["tiled_score_entries"])
-        tiled["decode"] = asdict(kn.decode_counts(n, spec.head_dim, spec.head_dim))
-        tiled["traffic"] = long_traffic(n, spec.head_dim, spec.sram_elements)
-        rows.append(tiled)
+        tiled = kn.tiled_counts(n, spec.block, spec.block, spec.head_dim, spec.head_dim)
+        rows.append(
+            LongSequenceRow.of(
+                tiled,
+                score_bytes(n),  # 2 bytes per score, as in the cost table of seed 000
+                storage_bytes(tiled.tiled_score_entries),
+                kn.decode_counts(n, spec.head_dim, spec.head_dim),
+                long_traffic(n, spec.head_dim, spec.sram_elements),
+            )
+        )
     return {
-        "long_sequence": spec.model_dump(),
+        "long_sequence": LongSequenceUsed(**spec.model_dump()),
         "long_sequences": rows,
         "traffic_curve": traffic_curve(spec.head_dim, spec.sram_elements),
     }
@@ -99,42 +82,43 @@ def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
 CURVE_LENGTHS = [2**e for e in range(8, 18)]  # 256 … 131,072 tokens
 
 
-def traffic_curve(d: int, sram: int) -> dict[str, Any]:
+def traffic_curve(d: int, sram: int) -> TrafficCurve:
     """Total elements moved (reads + writes) against n for one head of width d: standard
     attention and both orders, full and causal, blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
-    curve: dict[str, Any] = {
-        "seq_len": CURVE_LENGTHS,
-        "standard": [fl.standard_traffic(n, d, d).total for n in CURVE_LENGTHS],
-    }
-    for order in fl.ORDERS:
-        for causal in (False, True):
-            name = order + ("_causal" if causal else "")
-            curve[name] = [
-                fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS
-            ]
-    return curve
+
+    def totals(order: fl.Order, causal: bool) -> list[int]:
+        return [fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS]
+
+    return TrafficCurve(
+        seq_len=CURVE_LENGTHS,
+        standard=[fl.standard_traffic(n, d, d).total for n in CURVE_LENGTHS],
+        fa1=totals("fa1", False),
+        fa2=totals("fa2", False),
+        fa1_causal=totals("fa1", True),
+        fa2_causal=totals("fa2", True),
+    )
 
 
-def long_traffic(n: int, d: int, sram: int) -> dict[str, Any]:
+def long_traffic(n: int, d: int, sram: int) -> LongTraffic:
     """Both orders' traffic for one head of width d at length n, full and causal, against
     standard attention; blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
-    counts = {
-        f"{order}{'_causal' if causal else ''}": fl.counted_traffic(
-            n, b_r, b_c, d, d, order, causal
-        )
-        for order in fl.ORDERS
-        for causal in (False, True)
-    }
+
+    def counted(order: fl.Order, causal: bool) -> fl.Traffic:
+        return fl.counted_traffic(n, b_r, b_c, d, d, order, causal)
+
     std = fl.standard_traffic(n, d, d)
-    return {
-        "sram_elements": sram,
-        "block_q": b_r,
-        "block_k": b_c,
-        "standard": {"reads": std.reads, "writes": std.writes},
-        **{name: asdict(t) for name, t in counts.items()},
-    }
+    return LongTraffic(
+        sram_elements=sram,
+        block_q=b_r,
+        block_k=b_c,
+        standard=TrafficCount(reads=std.reads, writes=std.writes),
+        fa1=counted("fa1", False),
+        fa2=counted("fa2", False),
+        fa1_causal=counted("fa1", True),
+        fa2_causal=counted("fa2", True),
+    )
 
 
 def tile_blocks(req: TiledRequest, n: int, d_k: int) -> tuple[int, int, bool]:
@@ -145,40 +129,7 @@ def tile_blocks(req: TiledRequest, n: int, d_k: int) -> tuple[int, int, bool]:
     return req.block_q or default_block(n), req.block_k or default_block(n), False
 
 
-def tile_step_fields(step: fl.TileStep, touched: np.ndarray) -> dict[str, Any]:
-    return {
-        "order": step.order,
-        "index": step.index,
-        "query_block": list(step.query_block),
-        "key_block": list(step.key_block),
-        "skipped": step.skipped,
-        "allowed": step.allowed,
-        "scores": step.scores,
-        "m_before": step.m_before,
-        "m": step.m,
-        "grew": step.grew,
-        "rescale": step.rescale,
-        "p": step.p,
-        "l_before": step.l_before,
-        "l": step.l,
-        "o_before": step.o_before,
-        "o": step.o,
-        "output_rows": step.output_rows,
-        "m_tile": step.m_tile,
-        "p_scale": step.p_scale,
-        "logsumexp_rows": step.logsumexp_rows,
-        "final_rescale": step.final_rescale,
-        "reads": [asdict(t) for t in step.reads],
-        "writes": [asdict(t) for t in step.writes],
-        "elements_read": step.elements_read,
-        "elements_written": step.elements_written,
-        "score_entries": step.score_entries,
-        "touched": touched,
-        "touched_entries": int(touched.sum()),
-    }
-
-
-def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
+def compute_tiled(req: TiledRequest, settings: Settings) -> TiledResult:
     """Tiled exact attention on a lab state, every step, next to the dense result."""
     inputs = resolve_inputs(req, settings)
     n = inputs.n
@@ -194,45 +145,45 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
     maps = kn.touched_maps(steps, n)
     d_k, d_v = q.shape[1], v.shape[1]
     standard = fl.standard_traffic(n, d_k, d_v)
-    return {
+    return TiledResult(
         **inputs_used(inputs, run),
-        "scale": inputs.scale,
-        "q": q,
-        "k": k,
-        "v": v,
-        "allowed": allowed,
-        "order": req.order,
-        "sram_elements": req.sram_elements,
-        "block_q": block_q,
-        "block_k": block_k,
-        "blocks_from_sram": from_sram,
-        "steps": [tile_step_fields(s, m) for s, m in zip(steps, maps, strict=True)],
-        "logsumexp": flash.logsumexp,
-        "traffic": TiledTraffic(
+        scale=inputs.scale,
+        q=q,
+        k=k,
+        v=v,
+        allowed=allowed,
+        empty_rows=dense.empty_rows,
+        **long_sequence_fields(req),
+        order=req.order,
+        sram_elements=req.sram_elements,
+        block_q=block_q,
+        block_k=block_k,
+        blocks_from_sram=from_sram,
+        steps=[TileStep.of(s, m) for s, m in zip(steps, maps, strict=True)],
+        logsumexp=flash.logsumexp,
+        traffic=TiledTraffic(
             order=req.order,
-            tiled=TrafficCount(flash.traffic.reads, flash.traffic.writes),
-            standard=TrafficCount(standard.reads, standard.writes),
+            tiled=TrafficCount(reads=flash.traffic.reads, writes=flash.traffic.writes),
+            standard=TrafficCount(reads=standard.reads, writes=standard.writes),
             setup_writes=sum(t.elements for t in flash.setup),
             tiles=flash.traffic.tiles,
             skipped_tiles=flash.traffic.skipped_tiles,
         ),
-        "output": output,
-        "dense_output": dense.output,
-        "max_abs_difference": float(np.abs(output - dense.output).max()),
-        "empty_rows": dense.empty_rows,
-        "memory": {
-            "dense_score_entries": n * n,
-            "peak_score_entries": max(s.score_entries for s in steps),
-            "dense_dot_products": n * n,
-            "tiled_dot_products": sum(s.score_entries for s in steps),
-            "skipped_steps": sum(s.skipped for s in steps),
-            "full_attention": asdict(kn.tiled_counts(n, block_q, block_k, d_k, d_v)),
-        },
-        **long_sequence_fields(req),
-    }
+        output=output,
+        dense_output=dense.output,
+        max_abs_difference=float(np.abs(output - dense.output).max()),
+        memory=TiledMemory(
+            dense_score_entries=n * n,
+            peak_score_entries=max(s.score_entries for s in steps),
+            dense_dot_products=n * n,
+            tiled_dot_products=sum(s.score_entries for s in steps),
+            skipped_steps=sum(s.skipped for s in steps),
+            full_attention=kn.tiled_counts(n, block_q, block_k, d_k, d_v),
+        ),
+    )
 
 
-def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
+def compute_decode(req: DecodeRequest, settings: Settings) -> DecodeResult:
     """A prefill of the first tokens, then one token at a time against a growing cache."""
     inputs = resolve_inputs(req, settings)
     n = inputs.n
@@ -268,58 +219,63 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
         dots_cached += step.dots_cached
         dots_uncached += step.dots_uncached
         steps.append(
-            {
-                "position": t,
-                "token": inputs.tokens[t],
-                "cached_positions": step.cached_positions,
-                "cached_tokens": [inputs.tokens[j] for j in step.cached_positions],
-                "evicted": step.evicted,
-                "cache_elements": step.cache_elements,
-                "q": step.q,
-                "k": step.k,
-                "v": step.v,
-                "cache_length": step.cache_length,
-                "scores": row.scores[0],
-                "scaled": row.scaled[0],
-                "allowed": row.allowed[0],
-                "weights": row.weights[0],
-                "output": row.output[0],
-                "full_output": full.output[t],
-                "max_abs_difference": float(np.abs(row.output[0] - full.output[t]).max()),
-                "dots_cached": step.dots_cached,
-                "dots_uncached": step.dots_uncached,
-                "dots_cached_total": dots_cached,
-                "dots_uncached_total": dots_uncached,
-                "cache_entries": step.cache_elements,
-            }
+            DecodeStep(
+                position=t,
+                token=inputs.tokens[t],
+                cached_positions=step.cached_positions,
+                cached_tokens=[inputs.tokens[j] for j in step.cached_positions],
+                evicted=step.evicted,
+                cache_elements=step.cache_elements,
+                q=step.q,
+                k=step.k,
+                v=step.v,
+                cache_length=step.cache_length,
+                scores=row.scores[0],
+                scaled=row.scaled[0],
+                allowed=row.allowed[0],
+                weights=row.weights[0],
+                output=row.output[0],
+                full_output=full.output[t],
+                max_abs_difference=float(np.abs(row.output[0] - full.output[t]).max()),
+                dots_cached=step.dots_cached,
+                dots_uncached=step.dots_uncached,
+                dots_cached_total=dots_cached,
+                dots_uncached_total=dots_uncached,
+                cache_entries=step.cache_elements,
+            )
         )
     output = decoding.output
-    return {
+    return DecodeResult(
         **inputs_used(inputs, run),
-        "scale": inputs.scale,
-        "forced_causal": not inputs.mask.causal,
-        "prompt": prompt,
-        "cache": CacheUsed(policy.policy, policy.window, policy.sinks, policy.capacity),
-        "policy_mask_difference": float(np.abs(decoding.output - matching.output).max()),
-        "q": full.q,
-        "k": full.k,
-        "v": full.v,
-        "allowed": allowed,
-        "prefill": {
-            "tokens": inputs.tokens[:prompt],
-            "scores": prefill.scores,
-            "scaled": prefill.scaled,
-            "allowed": prefill.allowed,
-            "weights": prefill.weights,
-            "output": prefill.output,
-            "dots": prompt * prompt,
-            "cache_length": len(decoding.prefill_positions),
-            "cached_positions": decoding.prefill_positions,
-        },
-        "steps": steps,
-        "output": output,
-        "full_output": full.output,
-        "max_abs_difference": float(np.abs(output - full.output).max()),
-        "empty_rows": full.empty_rows,
+        scale=inputs.scale,
+        q=full.q,
+        k=full.k,
+        v=full.v,
+        allowed=allowed,
+        empty_rows=full.empty_rows,
         **long_sequence_fields(req),
-    }
+        forced_causal=not inputs.mask.causal,
+        prompt=prompt,
+        cache=CacheUsed(
+            policy=policy.policy,
+            window=policy.window,
+            sinks=policy.sinks,
+            capacity=policy.capacity,
+        ),
+        policy_mask_difference=float(np.abs(decoding.output - matching.output).max()),
+        prefill=Prefill(
+            tokens=inputs.tokens[:prompt],
+            scores=prefill.scores,
+            scaled=prefill.scaled,
+            allowed=prefill.allowed,
+            weights=prefill.weights,
+            output=prefill.output,
+            dots=prompt * prompt,
+            cache_length=len(decoding.prefill_positions),
+            cached_positions=decoding.prefill_positions,
+        ),
+        steps=steps,
+        output=output,
+        full_output=full.output,
+        max_abs_difference=float(np.abs(output - full.output).max()),
+    )

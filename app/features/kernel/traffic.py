@@ -9,6 +9,7 @@ from math import ceil
 from typing import Any
 
 from app.core.i18n import format_number, gettext
+from app.features.kernel.results import TiledResult
 from app.math import flash as fl
 from app.web.figures import Series, log_log_lines
 
@@ -73,50 +74,50 @@ def block_formulas(sram: int, d: int) -> dict[str, str]:
     }
 
 
-def so_far(result: dict[str, Any], s: int) -> dict[str, int]:
+def so_far(result: TiledResult, s: int) -> dict[str, int]:
     """Reads and writes up to and including step s, the setup counted before step 0."""
-    steps = result["steps"][: s + 1]
+    steps = result.steps[: s + 1]
     return {
-        "reads": sum(step["elements_read"] for step in steps),
-        "writes": result["traffic"].setup_writes + sum(st["elements_written"] for st in steps),
+        "reads": sum(step.elements_read for step in steps),
+        "writes": result.traffic.setup_writes + sum(st.elements_written for st in steps),
     }
 
 
-def traffic_chart(result: dict[str, Any]) -> dict[str, Any]:
+def traffic_chart(result: TiledResult) -> dict[str, Any]:
     """Reads + writes against n on log axes: standard attention grows like n², and so do the
     tiled orders, but with a constant shrunk by about d²/M."""
-    curve, spec = result["traffic_curve"], result["long_sequence"]
+    curve, spec = result.traffic_curve, result.long_sequence
     series = [
-        Series(gettext("standard (S and P through slow memory)"), curve["standard"]),
-        Series(gettext("fa1, full"), curve["fa1"]),
-        Series(gettext("fa2, full"), curve["fa2"]),
-        Series(gettext("fa1, causal (hidden tiles skipped)"), curve["fa1_causal"], dash="dash"),
-        Series(gettext("fa2, causal (hidden tiles skipped)"), curve["fa2_causal"], dash="dash"),
+        Series(gettext("standard (S and P through slow memory)"), curve.standard),
+        Series(gettext("fa1, full"), curve.fa1),
+        Series(gettext("fa2, full"), curve.fa2),
+        Series(gettext("fa1, causal (hidden tiles skipped)"), curve.fa1_causal, dash="dash"),
+        Series(gettext("fa2, causal (hidden tiles skipped)"), curve.fa2_causal, dash="dash"),
     ]
     title = gettext("Elements moved to and from slow memory, d = %(d)s, M = %(m)s") % {
-        "d": spec["head_dim"],
-        "m": _n(spec["sram_elements"]),
+        "d": spec.head_dim,
+        "m": _n(spec.sram_elements),
     }
     return log_log_lines(
-        curve["seq_len"], series, title, gettext("elements read + written"), x_title="n"
+        curve.seq_len, series, title, gettext("elements read + written"), x_title="n"
     )
 
 
-def traffic_view(result: dict[str, Any], s: int) -> dict[str, Any]:
+def traffic_view(result: TiledResult, s: int) -> dict[str, Any]:
     """Everything the traffic section shows for the walk-through at step s."""
-    n, d_k, d_v = len(result["tokens"]), result["d_k"], result["d_v"]
-    spec = result["long_sequence"]
-    traffic = result["traffic"]
+    n, d_k, d_v = len(result.tokens), result.d_k, result.d_v
+    spec = result.long_sequence
+    traffic = result.traffic
     tiled_total, standard_total = traffic.tiled.total, traffic.standard.total
     return {
         "so_far": so_far(result, s),
         "tiled_total": tiled_total,
         "standard_total": standard_total,
-        "formulas": formulas(n, d_k, d_v, result["block_q"], result["block_k"]),
-        "blocks": block_formulas(result["sram_elements"], d_k)
-        if result["blocks_from_sram"]
+        "formulas": formulas(n, d_k, d_v, result.block_q, result.block_k),
+        "blocks": block_formulas(result.sram_elements, d_k)
+        if result.blocks_from_sram and result.sram_elements is not None
         else None,
-        "chart_blocks": block_formulas(spec["sram_elements"], spec["head_dim"]),
+        "chart_blocks": block_formulas(spec.sram_elements, spec.head_dim),
         "chart": traffic_chart(result),
-        "rows": result["long_sequences"],
+        "rows": result.long_sequences,
     }

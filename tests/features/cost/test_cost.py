@@ -439,11 +439,15 @@ def test_markers_sit_at_the_chosen_length_and_the_gpu_capacity() -> None:
 
 
 def test_kv_chart_compares_mha_gqa_mqa_and_window() -> None:
-    curves = compute_cost(CostQuery(preset="llama-3-8b"))["curves"]
-    labels = list(curves["kv_cache_bytes"])
+    result = compute_cost(CostQuery(preset="llama-3-8b"))
+    curves = result.curves
+    labels = list(curves.kv_cache_bytes)
     assert labels[:3] == ["MHA (g = h = 32)", "GQA (g = 8)", "MQA (g = 1)"]
     assert "window 4,096" in labels[3]
-    assert curves["kv_chosen"] == "GQA (g = 8)"
+    assert curves.kv_chosen == "GQA (g = 8)"
+    # the chosen series is the result's own KV cache at its own length
+    at_n = curves.kv_cache_bytes[curves.kv_chosen][curves.seq_len.index(result.seq_len)]
+    assert at_n == result.kv_cache_bytes == 536_870_912  # 4096 · 32 · 2 · 8 · 128 · 2 B
 
 
 # ---------------------------------------------------------------- measuring
@@ -622,3 +626,24 @@ def test_page_measure_link_works_without_javascript(small_client: TestClient) ->
     html = small_client.get("/cost", params={"seq_len": 1_024, "measure": 1}).text
     assert 'id="measure-table"' in html
     assert "fig-measure" in html
+
+
+def test_the_typed_result_agrees_with_itself() -> None:
+    """Sizes, the GPU verdict and the preset are parts of one CostResult, read by attribute."""
+    result = compute_cost(CostQuery(preset="llama-2-7b", seq_len=4_096))
+    assert result.sizes.kv_cache_bytes.bytes == result.kv_cache_bytes == 2 * GiB
+    assert result.sizes.kv_cache_bytes.text == "2 GiB"
+    assert result.preset is not None
+    assert result.preset.kv_heads == result.kv_heads == 32
+    assert result.gpu.kv_cache_share == result.kv_cache_bytes / result.gpu.memory_bytes
+    assert [row.seq_len for row in result.scaling] == [4_096, 8_192, 16_384]
+    assert result.scaling[1].score_bytes_per_head == 4 * result.score_bytes_per_head
+
+
+def test_the_page_shows_counts_beyond_28_digits(client: TestClient) -> None:
+    """10³⁰ FLOPs (a billion tokens, 128 heads and layers, a batch of 65,536) are grouped in
+    full, not refused with a 500 by decimal's default 28 digits of precision."""
+    page = client.get("/cost?seq_len=1000000000&heads=128&layers=128&batch=65536")
+    assert page.status_code == 200
+    flops = 4 * 10**18 * 128 * 128 * 128 * 65_536  # 4 · n² · d_head · h · L · B
+    assert f"{flops:,}" in page.text

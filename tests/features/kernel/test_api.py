@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.features.kernel.schemas import DecodeResponse, TiledResponse
+from tests.features.kernel.documented import check_documented
 
 
 def test_tiled_worked_example_matches_the_lab(client: TestClient) -> None:
     body = client.post("/api/kernel/tiled", json={}).json()
-    TiledResponse.model_validate(body)
+    assert check_documented(client, "/api/kernel/tiled", body) == "TiledResult"
     lab = client.post("/api/attention", json={}).json()
     np.testing.assert_allclose(body["output"], lab["output"], rtol=0, atol=1e-12)
     assert body["dense_output"] == lab["output"]
@@ -66,7 +66,7 @@ def test_tiled_on_a_generated_padded_state_equals_the_lab(client: TestClient) ->
 
 def test_decode_worked_example_rows_equal_the_causal_lab(client: TestClient) -> None:
     body = client.post("/api/kernel/decode", json={}).json()
-    DecodeResponse.model_validate(body)
+    assert check_documented(client, "/api/kernel/decode", body) == "DecodeResult"
     lab = client.post("/api/attention", json={}).json()
     assert body["prompt"] == 1
     assert body["prefill"]["tokens"] == ["The"]
@@ -129,7 +129,7 @@ def test_openapi_documents_both_walk_throughs(client: TestClient) -> None:
     schemas = spec["components"]["schemas"]
     assert {"block_q", "block_k", "tokens", "mask"} <= set(schemas["TiledRequest"]["properties"])
     assert "prompt" in schemas["DecodeRequest"]["properties"]
-    assert "touched" in schemas["TileStepResponse"]["properties"]
+    assert "touched" in schemas["TileStep"]["properties"]
 
 
 # ---------------------------------------------------------------- the page, rendered

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.features.kernel.schemas import DecodeResponse, TiledResponse
+from tests.features.kernel.documented import check_documented
 
 SENTENCE = {"tokens": ["a", "b", "c", "d", "e", "f"], "mask": {"causal": True}, "d_model": 4}
 
@@ -14,7 +14,7 @@ def test_both_orders_give_the_lab_output_and_its_log_sum_exp(
     client: TestClient, order: str
 ) -> None:
     body = client.post("/api/kernel/tiled", json={**SENTENCE, "order": order}).json()
-    TiledResponse.model_validate(body)
+    assert check_documented(client, "/api/kernel/tiled", body) == "TiledResult"
     lab = client.post("/api/attention", json=SENTENCE).json()
     np.testing.assert_allclose(body["output"], lab["output"], rtol=0, atol=1e-12)
     assert body["max_abs_difference"] < 1e-12
@@ -94,7 +94,7 @@ def test_cache_policies_hold_their_positions(
 ) -> None:
     body = client.post("/api/kernel/decode", json={**SENTENCE, "prompt": 2, "cache": cache})
     body = body.json()
-    DecodeResponse.model_validate(body)
+    assert check_documented(client, "/api/kernel/decode", body) == "DecodeResult"
     last = body["steps"][-1]
     assert last["cached_positions"] == held_last
     assert last["cached_tokens"] == [SENTENCE["tokens"][j] for j in held_last]

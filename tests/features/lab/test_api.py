@@ -139,3 +139,48 @@ def test_responses_match_the_documented_schema(
     masked_cell = spec["components"]["schemas"][head_name or name]["properties"]["masked"]
     assert {"type": "null"} in masked_cell["items"]["items"]["anyOf"]
     assert any(cell is None for row in head["masked"] for cell in row)
+
+
+WIDE_COST = "/api/cost?seq_len=1000000000&heads=128&layers=128&batch=65536&kv_heads=8"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "request_", "name"),
+    [
+        ("post", "/api/kernel/tiled", {}, "TiledResult"),
+        ("post", "/api/kernel/tiled", {**WINDOW_AND_PADDING, "order": "fa1"}, "TiledResult"),
+        ("post", "/api/kernel/decode", {}, "DecodeResult"),
+        ("post", "/api/kernel/decode", {"cache": {"policy": "sinks", "window": 2}}, "DecodeResult"),
+        ("get", "/api/cost", "/api/cost", "CostResult"),
+        ("get", "/api/cost", "/api/cost?preset=deepseek-v2&seq_len=32768", "CostResult"),
+        ("get", "/api/cost", WIDE_COST, "CostResult"),
+        ("get", "/api/cost/models", "/api/cost/models", "PresetList"),
+    ],
+)
+def test_kernel_and_cost_answers_match_the_documented_schema(
+    client: TestClient, method: str, path: str, request_: dict | str, name: str
+) -> None:
+    """The same check for the walk-throughs and the calculator; `request_` is the body of a
+    POST, or the URL of a GET."""
+    spec = openapi(client)
+    response = spec["paths"][path][method]["responses"]["200"]
+    ref = response["content"]["application/json"]["schema"]["$ref"]
+    assert ref == f"#/components/schemas/{name}"
+    if method == "post":
+        body = client.post(path, json=request_).json()
+    else:
+        body = client.get(str(request_)).json()
+    jsonschema.validate(body, {"$ref": ref, "components": spec["components"]})
+    documented = spec["components"]["schemas"][name]
+    assert set(body) == set(documented["properties"]) == set(documented["required"])
+
+
+def test_integers_beyond_64_bits_still_go_out_as_floats(client: TestClient) -> None:
+    """A typed cost result with a 10²⁷-byte count is written, not refused: the wide numbers
+    become the nearest float, the narrow ones stay exact integers."""
+    body = client.get(WIDE_COST).json()
+    n, h, layers, batch = 10**9, 128, 128, 65_536
+    assert body["score_bytes_model"] == float(2 * n * n * h * layers * batch)
+    assert isinstance(body["score_bytes_model"], float)
+    assert body["score_entries_per_head"] == n * n  # 10¹⁸ fits in 64 bits: an int
+    assert isinstance(body["score_entries_per_head"], int)

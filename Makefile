@@ -37,6 +37,7 @@ chromium:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/hadolint -t warning Dockerfile
 
 ## The whole suite: lint, the container built and checked for real (when podman/buildah can
@@ -70,7 +71,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts
 
 ## Refresh the translation catalogs from the templates and app/ (then translate the empty msgstr
-## in translations/es/LC_MESSAGES/messages.po; tests/test_i18n.py fails until Spanish is complete).
+## in translations/es/LC_MESSAGES/messages.po; tests/web/test_i18n.py fails until Spanish is complete).
 messages: $(STAMP)
 	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project "Attention Lab" \
 	  -o translations/messages.pot .

@@ -1,6 +1,6 @@
 """`python -m app`: serve Attention Lab with uvicorn on the configured HOST and PORT.
 
-uvicorn runs with app/server.py's protocol (timeouts for slow heads and bodies, a header cap,
+uvicorn runs with app/web/server.py's protocol (timeouts for slow heads and bodies, a header cap,
 a connection cap that sheds the longest-waiting connection, a limit on requests in progress)
 and WORKERS processes, by default one per available core.
 """
@@ -9,9 +9,9 @@ import resource
 
 import uvicorn
 
-from app.config import Settings, environment_settings
+from app.settings import Settings, environment_settings
 
-PROTOCOL = "app.server:BoundedHttpToolsProtocol"
+PROTOCOL = "app.web.server:BoundedHttpToolsProtocol"
 
 
 def raise_open_file_limit() -> int:
@@ -38,7 +38,7 @@ def uvicorn_options(settings: Settings) -> dict[str, object]:
         # Used only by `--http h11`: the same cap on a request's head.
         "h11_max_incomplete_event_size": settings.max_header_bytes + 65_536,
         "proxy_headers": False,
-        "access_log": False,  # app.requestlog writes one JSON line per request instead
+        "access_log": False,  # the request log middleware writes one JSON line per request
         "server_header": False,
     }
 

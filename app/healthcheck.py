@@ -6,7 +6,7 @@ Standard library only, so the image needs no curl.
 import sys
 import urllib.request
 
-from app.config import environment_settings
+from app.settings import environment_settings
 
 ANY_ADDRESS = {"", "0.0.0.0", "::"}
 

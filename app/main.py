@@ -9,15 +9,24 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
-from app import STATIC_DIR, errors
-from app.cache import CachedAnswers, ResponseCache
-from app.classroom import ClassroomMiddleware
-from app.config import Settings, environment_settings
-from app.limits import BodySizeLimit
-from app.measure import MeasurementCache
-from app.requestlog import RequestLog, configure_logging
-from app.routes import api, assets, classroom, docs, pages
-from app.security import SecurityHeaders
+from app import STATIC_DIR
+from app.core.errors import BusyError, InputError, ModelUnavailableError
+from app.features.classroom import routes as classroom
+from app.features.cost import routes as cost
+from app.features.cost.measure import MeasurementCache
+from app.features.docs import routes as docs
+from app.features.heads import routes as heads
+from app.features.kernel import routes as kernel
+from app.features.lab import routes as lab
+from app.features.model import routes as model
+from app.features.walkthrough import routes as walkthrough
+from app.settings import Settings, environment_settings
+from app.web import assets, handlers, health
+from app.web.classroom import ClassroomMiddleware
+from app.web.middleware.body_limits import BodySizeLimit
+from app.web.middleware.cache import CachedAnswers, ResponseCache
+from app.web.middleware.requestlog import RequestLog, configure_logging
+from app.web.middleware.security import SecurityHeaders
 
 
 @asynccontextmanager
@@ -50,13 +59,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.state.measurements = MeasurementCache(
         settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
     )
-    application.add_exception_handler(RequestValidationError, errors.request_validation_handler)
-    application.add_exception_handler(errors.InputError, errors.input_error_handler)
-    application.add_exception_handler(errors.BusyError, errors.busy_handler)
-    application.add_exception_handler(
-        errors.ModelUnavailableError, errors.model_unavailable_handler
-    )
-    application.add_exception_handler(HTTPException, errors.http_error_handler)
+    application.add_exception_handler(RequestValidationError, handlers.request_validation_handler)
+    application.add_exception_handler(InputError, handlers.input_error_handler)
+    application.add_exception_handler(BusyError, handlers.busy_handler)
+    application.add_exception_handler(ModelUnavailableError, handlers.model_unavailable_handler)
+    application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
     # lesson: lifted off the query and carried through links, inside the cache so that its
     # key holds them), answers kept by the cache (uncompressed), compression
@@ -72,12 +79,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     application.add_middleware(RequestLog)
     application.add_middleware(SecurityHeaders, frame_ancestors=settings.frame_ancestors)
-    application.include_router(api.router)
-    application.include_router(api.health_router)
-    application.include_router(pages.router)
-    application.include_router(classroom.router)
+    for feature in (lab, heads, kernel, cost, model):
+        application.include_router(feature.api)
+    application.include_router(health.router)
+    for feature in (lab, heads, kernel, cost, model, walkthrough, classroom, docs):
+        application.include_router(feature.pages)
     application.include_router(assets.router)
-    application.include_router(docs.router)
     application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 

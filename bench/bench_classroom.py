@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_api import median_seconds, running_app
 from bench_page import get
 
-from app.classroom import carry_through
+from app.web.classroom import carry_through
 
 REPEATS = 60
 CLASSROOM = {"present": "1", "lang": "es", "lesson": "padding"}

@@ -1,6 +1,7 @@
 """The cost calculator: dense attention timed on this machine, and what one /cost answer costs.
 
-1. The "measure it" run of the page (app/measure.py): one head, d_head = 64, n = 128 … 2,048,
+1. The "measure it" run of the page (app/features/cost/measure.py): one head, d_head = 64,
+   n = 128 … 2,048,
    fastest run per length, each time compared with n = 128 measured in the same run: a
    quadratic cost gives (n / 128)².
 2. GET /api/cost and GET /cost answered in-process (TestClient), against the bare
@@ -16,11 +17,11 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.cost_service import compute_cost
+from app.features.cost.measure import measure_scaling
+from app.features.cost.schemas import CostQuery
+from app.features.cost.service import compute_cost
 from app.main import create_app
-from app.measure import measure_scaling
-from app.schemas import CostQuery
+from app.settings import Settings
 
 CONFIGS = [
     {},

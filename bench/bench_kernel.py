@@ -28,8 +28,8 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from app import attention as att  # noqa: E402
-from app import kernel as kn  # noqa: E402
+from app.math import attention as att  # noqa: E402
+from app.math import kernel as kn  # noqa: E402
 
 SIZES = [(1024, 5), (4096, 3)]  # (n, timed runs)
 D = 64

@@ -59,12 +59,12 @@ def child() -> None:
     """Timings in this process; prints one JSON line."""
     import numpy as np
 
-    from app import model as bert
-    from app.config import Settings
-    from app.model_store import load_model, word_pieces
-    from app.responses import dumps
-    from app.schemas import ModelRequest
-    from app.service import compute_model
+    from app.features.model.schemas import ModelRequest
+    from app.features.model.service import compute_model
+    from app.features.model.store import load_model, word_pieces
+    from app.math import minilm as bert
+    from app.settings import Settings
+    from app.web.json_io import dumps
 
     before = rss_mib()
     start = time.perf_counter()

@@ -9,8 +9,8 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.config import Settings
 from app.main import create_app
+from app.settings import Settings
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Write the reference numbers that tests/test_model.py holds our numpy encoder to.
+"""Write the reference numbers that tests/math/test_minilm.py holds our numpy encoder to.
 
 Runs all-MiniLM-L6-v2 in PyTorch through Hugging Face transformers (the implementation the
 model was trained and published with) on a few sentences, and saves, in float32:

@@ -5,8 +5,8 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from app.config import Settings
 from app.main import create_app
+from app.settings import Settings
 
 
 def api_routes(app: FastAPI) -> dict[str, APIRoute]:

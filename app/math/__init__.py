@@ -1,1 +1,3 @@
-"""Pure numpy: the mathematics of attention, one module per idea; imports nothing else of the app."""
+"""Pure numpy: the mathematics of attention, one module per idea.
+
+Imports nothing else of the app."""

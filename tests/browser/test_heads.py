@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import Browser, Page, expect
 
-from app.scaling import saturation
+from app.math.scaling import saturation
 from tests.browser.conftest import axe_violations, save_screenshot
 
 

@@ -5,7 +5,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from playwright.sync_api import Browser, Page, expect
 
-from app.templating import fmt, fmt_vector
+from app.web.templating import fmt, fmt_vector
 from tests.browser.conftest import axe_violations, save_screenshot
 
 

@@ -2,7 +2,7 @@
 
 from playwright.sync_api import Page, expect
 
-from app.templating import fmt
+from app.web.templating import fmt
 from tests.browser.conftest import axe_violations, save_screenshot
 
 SENTENCE = "Attention lets each word look at every other word."

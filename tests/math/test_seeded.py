@@ -7,7 +7,7 @@ from hashlib import sha256
 import numpy as np
 import pytest
 
-from app import attention as att
+from app.math import attention as att
 from app.math import seeded
 
 EDGE_SEEDS = [0, 1, 2**16, 2**32 - 1, 2**32, 2**32 + 1, 2**63, 2**64 - 1]

@@ -1,0 +1,1 @@
+"""What every feature shares without the web: error types, limits, rules, formatting, language."""

@@ -1,0 +1,1 @@
+"""One package per feature, each with its request/response types, service, page and routes."""

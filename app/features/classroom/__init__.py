@@ -1,0 +1,1 @@
+"""Classroom pages: the lessons list and the embed snippet."""

@@ -1,0 +1,1 @@
+"""What scales quadratically: score memory, FLOPs and the KV cache, with model presets."""

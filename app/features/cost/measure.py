@@ -1,0 +1,156 @@
+"""Dense attention timed on this machine, and fitted to c·n².
+
+One head, bidirectional (every query sees every key), d_head = 64: the n × n score matrix
+is built, scaled, soft-maxed and multiplied by V by app/math/attention.py, exactly the code the
+lab pages run. A measurement is bounded (at most a handful of lengths, a hard time cap) and
+kept per process: a classroom pressing the button together waits for one run, and waiting
+costs no thread (the callers await it; only the run itself has one).
+"""
+
+import asyncio
+import os
+import platform
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from app.core.errors import BusyError
+from app.math import attention as att
+
+D_HEAD = 64
+MIN_RUNS = 3
+MAX_RUNS = 30
+RUN_BUDGET_S = 0.25
+SIZES_PER_RUN = 5
+
+
+def measure_sizes(max_n: int) -> list[int]:
+    """Five lengths, each double the one before, ending at max_n (2048 → 128 … 2,048)."""
+    return [max_n >> shift for shift in range(SIZES_PER_RUN - 1, -1, -1) if max_n >> shift >= 1]
+
+
+def time_dense_attention(n: int, d_head: int = D_HEAD) -> tuple[float, int]:
+    """(seconds, runs) for softmax(Q·Kᵀ/√d)·V on n tokens: the fastest run after a warm-up.
+
+    Short lengths are run again until RUN_BUDGET_S is spent (at most MAX_RUNS times), so the
+    fastest run is one the other processes on a shared machine did not interrupt. One BLAS
+    thread: threads waiting for each other would be timed instead of the arithmetic.
+    """
+    rng = np.random.default_rng(n)
+    q, k, v = (rng.standard_normal((n, d_head)) for _ in range(3))  # (n, d_head) each
+    allowed = np.ones((n, n), dtype=bool)  # (n, n): dense, nothing hidden
+    best, runs, spent = float("inf"), 0, 0.0
+    with threadpool_limits(limits=1):
+        att.attend(q, k, v, allowed)
+        while runs < MIN_RUNS or (spent < RUN_BUDGET_S and runs < MAX_RUNS):
+            start = time.perf_counter()
+            att.attend(q, k, v, allowed)
+            elapsed = time.perf_counter() - start
+            best, runs, spent = min(best, elapsed), runs + 1, spent + elapsed
+    return best, runs
+
+
+def fit_quadratic(ns: list[int], seconds: list[float]) -> tuple[float, float | None]:
+    """Least-squares c in t ≈ c·n², and the log–log slope (2 for a purely quadratic cost;
+    None from a single length)."""
+    n = np.asarray(ns, dtype=float)
+    t = np.asarray(seconds, dtype=float)
+    c = float((t * n**2).sum() / (n**4).sum())
+    slope = float(np.polyfit(np.log(n), np.log(t), 1)[0]) if len(ns) > 1 else None
+    return c, slope
+
+
+def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
+    """Time each length in turn (the shortest always); skip the rest once the cap would be
+    passed.
+
+    The next length's time is predicted from the last one (×4 per doubling, times the runs),
+    so a run stops before it starts a length it cannot finish inside the cap.
+    """
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    for n in measure_sizes(max_n):
+        elapsed = time.perf_counter() - started
+        one_run = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 if rows else 0.0
+        predicted = max(one_run * (MIN_RUNS + 1), min(RUN_BUDGET_S, one_run * MAX_RUNS))
+        if rows and (skipped or elapsed + predicted > time_cap_s):
+            skipped.append(n)
+            continue
+        seconds, runs = time_dense_attention(n)
+        rows.append({"n": n, "seconds": seconds, "runs": runs})
+    ns = [r["n"] for r in rows]
+    c, slope = fit_quadratic(ns, [r["seconds"] for r in rows])
+    for r in rows:
+        r["fitted_seconds"] = c * r["n"] ** 2
+        r["ratio"] = r["seconds"] / r["fitted_seconds"]
+    return {
+        "d_head": D_HEAD,
+        "min_runs": MIN_RUNS,
+        "rows": rows,
+        "skipped": skipped,
+        "c_seconds": c,
+        "slope": slope,
+        "time_cap_seconds": time_cap_s,
+        "total_seconds": time.perf_counter() - started,
+        "machine": {
+            "cpu": platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        },
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    }
+
+
+@dataclass
+class MeasurementCache:
+    """One measurement per process: the first caller starts it in its own thread, every caller
+    (the first too) awaits it. A waiting request holds no worker thread, so a class pressing
+    the button together leaves the thread pool to the other pages. A failed run is started
+    again by the next caller."""
+
+    max_n: int
+    time_cap_s: float
+    wait_s: float
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()  # held only to start a run, never while it runs
+        self._run: Future[dict[str, Any]] | None = None
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The finished measurement, or None when none has finished yet."""
+        run = self._run
+        if run is None or not run.done() or run.exception() is not None:
+            return None
+        return run.result()
+
+    def _started(self) -> Future[dict[str, Any]]:
+        with self._lock:
+            run = self._run
+            if run is None or (run.done() and run.exception() is not None):
+                run = self._run = Future()
+                run.set_running_or_notify_cancel()  # a waiter giving up cannot cancel it
+                threading.Thread(target=self._measure, args=(run,), daemon=True).start()
+            return run
+
+    def _measure(self, run: Future[dict[str, Any]]) -> None:
+        try:
+            run.set_result(measure_scaling(self.max_n, self.time_cap_s))
+        except Exception as exc:  # handed to every waiter
+            run.set_exception(exc)
+
+    async def get(self) -> dict[str, Any]:
+        """The measurement, started if need be; BusyError after wait_s of waiting."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(self._started()), self.wait_s)
+        except TimeoutError:
+            raise BusyError(
+                "a timing run is still going on this server; try again in a few seconds"
+            ) from None

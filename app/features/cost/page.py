@@ -1,0 +1,186 @@
+"""The /cost page: its figures, its form and everything it shows, from one /api/cost result.
+
+Reads finished results (app/features/cost/service.py) and lays them out; computes no cost formula.
+"""
+
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import ValidationError
+
+from app.core.errors import BusyError, InputError, validation_errors
+from app.core.i18n import format_number, gettext
+from app.features.cost.measure import MeasurementCache
+from app.features.cost.schemas import CostQuery
+from app.features.cost.service import compute_cost, preset_list
+from app.math.cost import binary_size
+from app.web.figures import Marker, Series, byte_ticks, log_log_lines
+
+
+def _length_markers(result: dict[str, Any], field: str, fit: str, fills: str) -> list[Marker]:
+    """A marker at the chosen length, and one where the thing drawn fills the GPU (when on
+    the chart); `fills` says so, with %(n)s for the length."""
+    n = result["seq_len"]
+    text = f"n = {format_number(n)}: {result['sizes'][field]['text']}"
+    markers = [Marker(gettext("your length"), n, result[field], text)]
+    m = result["gpu"][fit]
+    if m < result["curves"]["seq_len"][-1]:
+        gpu_bytes = result["gpu"]["memory_bytes"]
+        full = fills % {"n": format_number(m)}
+        markers.append(Marker(gettext("GPU full"), m, gpu_bytes, full, "diamond"))
+    return markers
+
+
+def _bytes_chart(
+    result: dict[str, Any], series: list[Series], title: str, markers: list[Marker]
+) -> dict[str, Any]:
+    """Bytes against length on log axes, with the GPU's memory as a dotted line."""
+    ns = result["curves"]["seq_len"]
+    gpu_bytes = result["gpu"]["memory_bytes"]
+    gpu_name = gettext("GPU memory (%(size)s)") % {"size": result["sizes"]["gpu_memory"]["text"]}
+    values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
+    return log_log_lines(
+        ns,
+        [*series, Series(gpu_name, [gpu_bytes] * len(ns), dash="dot")],
+        title,
+        gettext("bytes"),
+        markers,
+        y_ticks=byte_ticks(min(values), max(values)),
+    )
+
+
+def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
+    return Series(name, values, [binary_size(v).text for v in values], dash)
+
+
+def cost_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Score memory and KV cache against sequence length, with the chosen length and the
+    GPU's capacity marked."""
+    curves = result["curves"]
+    score_series = [
+        _sized(
+            gettext("dense attention: n × n scores of every head"),
+            curves["dense_score_bytes_per_layer"],
+        ),
+        _sized(
+            gettext("memory-efficient exact kernel: 8 bytes of row statistics per query and head"),
+            curves["row_stats_bytes_per_layer"],
+        ),
+        _sized(
+            gettext("Q, K, V and output (both kernels need them)"),
+            curves["qkvo_bytes_per_layer"],
+            "dash",
+        ),
+    ]
+    kv_series = [
+        _sized(label, ys, "solid" if label == curves["kv_chosen"] else "dash")
+        for label, ys in curves["kv_cache_bytes"].items()
+    ]
+    return {
+        "scores": _bytes_chart(
+            result,
+            score_series,
+            gettext("Attention memory of one layer (%(heads)s heads × batch %(batch)s)")
+            % {"heads": result["heads"], "batch": result["batch"]},
+            _length_markers(
+                result,
+                "score_bytes_per_layer",
+                "longest_dense_layer_fit",
+                gettext("dense scores fill the GPU at n = %(n)s"),
+            ),
+        ),
+        "kv": _bytes_chart(
+            result,
+            kv_series,
+            gettext("KV cache, %(layers)s layers × batch %(batch)s")
+            % {"layers": result["layers"], "batch": result["batch"]},
+            _length_markers(
+                result,
+                "kv_cache_bytes",
+                "longest_kv_fit",
+                gettext("the KV cache fills the GPU at n = %(n)s"),
+            ),
+        ),
+    }
+
+
+def measure_figure(measurement: dict[str, Any]) -> dict[str, Any]:
+    """Measured seconds per length against the fitted c·n²."""
+    rows = measurement["rows"]
+    ns = [r["n"] for r in rows]
+    ms = [r["seconds"] * 1000 for r in rows]
+    fitted = [r["fitted_seconds"] * 1000 for r in rows]
+    return log_log_lines(
+        ns,
+        [
+            Series(gettext("measured on this server"), ms, [f"{t:.2f} ms" for t in ms]),
+            Series(gettext("fitted c·n²"), fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
+        ],
+        gettext("Dense attention, one head: time against length"),
+        gettext("milliseconds"),
+        mode="lines+markers",
+    )
+
+
+FORM_FIELDS = (
+    "seq_len",
+    "batch",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "window_layers",
+    "dtype",
+    "gpu_memory_gib",
+)
+
+
+def _form_values(result: dict[str, Any]) -> dict[str, str]:
+    """The inputs as the form shows them: the values the result was computed from."""
+    values = {name: result.get(name) for name in FORM_FIELDS}
+    values["dtype"] = result["dtype"] or "fp16"
+    values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
+    return {k: "" if v is None else str(v) for k, v in values.items()}
+
+
+async def cost_measurement(
+    params: dict[str, str], measurements: MeasurementCache
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The measurement /cost shows, and why it is missing if it is.
+
+    `measure` in the URL (taken out of params) runs or awaits the timing; without it the
+    page shows a finished run if there is one.
+    """
+    if params.pop("measure", None) is None:
+        return measurements.result, None
+    try:
+        return await measurements.get(), None
+    except BusyError as exc:
+        return None, exc.msg
+
+
+def cost_page_context(
+    params: dict[str, str], measurement: dict[str, Any] | None, measure_busy: str | None
+) -> tuple[dict[str, Any], int]:
+    """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
+
+    params is the query of /api/cost; the measurement comes from `cost_measurement`.
+    """
+    context: dict[str, Any] = {"presets": preset_list(), "errors": [], "result": None}
+    status = 200
+    try:
+        result = compute_cost(CostQuery.model_validate(params))
+        context.update(result=result, form=_form_values(result), figures=cost_figures(result))
+        context["query_string"] = urlencode({k: v for k, v in context["form"].items() if v != ""})
+    except ValidationError as exc:
+        context.update(errors=validation_errors(exc.errors()), form=params)
+        status = 422
+    except InputError as exc:
+        context.update(errors=[{"loc": list(exc.loc), "msg": exc.msg}], form=params)
+        status = 422
+    context["selected_preset"] = params.get("preset", "")
+    context.update(measurement=measurement, measure_busy=measure_busy)
+    if measurement:
+        context["measure_figure"] = measure_figure(measurement)
+    return context, status

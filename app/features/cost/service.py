@@ -1,0 +1,264 @@
+"""From a cost query to one result dict, shared by GET /api/cost and the /cost page.
+
+Fills what the query left out (from a model preset, else the defaults of shared/API.md),
+checks what only shows once everything is filled in (kv_heads divides heads, window_layers
+fits in layers), and lays out every figure app/math/cost.py computes. Integers stay exact.
+"""
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from app.core.errors import InputError
+from app.core.limits import MAX_SEQ_LEN
+from app.features.cost.presets import PRESETS, PRESETS_BY_ID, ModelPreset
+from app.features.cost.schemas import CostQuery
+from app.math import cost
+from app.math.cost import AttentionConfig
+
+DEFAULT_CONFIG = AttentionConfig(layers=1, heads=1, kv_heads=1, head_dim=128)
+DTYPE_OF_BYTES = {
+    Fraction(4): "fp32",
+    Fraction(2): "fp16",
+    Fraction(1): "fp8",
+    Fraction(1, 2): "int4",
+}
+CURVE_POINTS = 41
+EXAMPLE_WINDOW = 4096
+BYTE_FIELDS = (
+    "score_bytes_per_head",
+    "score_bytes_per_layer",
+    "score_bytes_model",
+    "row_stats_bytes_per_layer",
+    "qkvo_bytes_per_layer",
+    "kv_cache_bytes_per_token",
+    "kv_cache_bytes",
+)
+
+
+def _query_error(field: str, msg: str) -> InputError:
+    return InputError((field,), msg, source="query")
+
+
+def find_preset(preset_id: str | None) -> ModelPreset | None:
+    if preset_id is None:
+        return None
+    if preset_id not in PRESETS_BY_ID:
+        known = ", ".join(PRESETS_BY_ID)
+        raise _query_error("preset", f"preset {preset_id!r} is not one we know; use one of {known}")
+    return PRESETS_BY_ID[preset_id]
+
+
+def element_size(query: CostQuery) -> tuple[Fraction, str | None]:
+    """(bytes per element, type name): `dtype` wins, and must agree with bytes_per_element."""
+    if query.dtype is None:
+        size = Fraction(query.bytes_per_element or 2)
+        return size, DTYPE_OF_BYTES.get(size)
+    size = Fraction(cost.DTYPE_BITS[query.dtype], 8)
+    if query.bytes_per_element is not None and query.bytes_per_element != size:
+        raise _query_error(
+            "bytes_per_element",
+            f"bytes_per_element is {_number(Fraction(query.bytes_per_element))} but dtype "
+            f"{query.dtype} stores {_number(size)} bytes per element; give only one of them",
+        )
+    return size, query.dtype
+
+
+def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionConfig:
+    """The attention configuration: the query's values, else the preset's, else the defaults
+    (one head of width 128 in one layer; as many key/value heads as query heads)."""
+    base = preset.attention if preset is not None else DEFAULT_CONFIG
+    layers = query.layers or base.layers
+    heads = query.heads or base.heads
+    kv_heads = query.kv_heads or (base.kv_heads if preset is not None else heads)
+    head_dim = query.head_dim or base.head_dim
+    window = query.window or base.window
+    window_layers = query.window_layers or (base.window_layers if window == base.window else None)
+    if heads % kv_heads:
+        raise _query_error(
+            "kv_heads",
+            f"kv_heads is {kv_heads} but heads is {heads}; kv_heads must divide heads so that "
+            f"every key/value head serves the same number of query heads (try "
+            f"{_divisors_hint(heads)})",
+        )
+    if window_layers is not None and window is None:
+        raise _query_error(
+            "window_layers",
+            "window_layers says how many layers use the sliding window, but no window is set; "
+            "give window too, or leave window_layers out",
+        )
+    if window_layers is not None and window_layers > layers:
+        raise _query_error(
+            "window_layers",
+            f"window_layers is {window_layers} but the model has only {layers} layers; "
+            f"use at most {layers}",
+        )
+    return AttentionConfig(layers, heads, kv_heads, head_dim, window, window_layers)
+
+
+def _divisors_hint(heads: int) -> str:
+    divisors = [g for g in range(1, heads + 1) if heads % g == 0]
+    shown = divisors if len(divisors) <= 8 else [*divisors[:4], *divisors[-3:]]
+    return ", ".join(str(g) for g in shown)
+
+
+def _number(value: Fraction) -> str:
+    return str(int(value)) if value.denominator == 1 else str(float(value))
+
+
+def size_of(n_bytes: int) -> dict[str, Any]:
+    s = cost.binary_size(n_bytes)
+    return {"bytes": s.bytes, "value": s.value, "unit": s.unit, "text": s.text}
+
+
+def _grid(lo: int, hi: int, extra: list[int]) -> list[int]:
+    """Log-spaced lengths from lo to hi, plus the lengths the markers sit on."""
+    points = np.geomspace(lo, hi, CURVE_POINTS).round().astype(int).tolist()
+    return sorted({*points, *(x for x in extra if lo <= x <= hi)})
+
+
+def kv_series(config: AttentionConfig) -> list[tuple[str, AttentionConfig]]:
+    """MHA vs GQA vs MQA vs a sliding window, around the chosen configuration."""
+    plain = AttentionConfig(config.layers, config.heads, config.kv_heads, config.head_dim)
+    series = [(f"MHA (g = h = {config.heads})", _with_kv(plain, config.heads))]
+    if config.kind == "GQA":
+        series.append((f"GQA (g = {config.kv_heads})", plain))
+    if config.heads > 1:
+        series.append(("MQA (g = 1)", _with_kv(plain, 1)))
+    if config.window is not None:
+        label = (
+            f"{config.kind} (g = {config.kv_heads}), window {config.window:,} on "
+            f"{config.windowed_layers} of {config.layers} layers"
+        )
+        series.append((label, config))
+    else:
+        windowed = AttentionConfig(
+            config.layers, config.heads, config.kv_heads, config.head_dim, EXAMPLE_WINDOW
+        )
+        series.append(
+            (
+                f"{config.kind} (g = {config.kv_heads}), window {EXAMPLE_WINDOW:,} on every layer",
+                windowed,
+            )
+        )
+    return series
+
+
+def _with_kv(config: AttentionConfig, kv_heads: int) -> AttentionConfig:
+    return AttentionConfig(config.layers, config.heads, kv_heads, config.head_dim)
+
+
+def compute_cost(query: CostQuery) -> dict[str, Any]:
+    """The whole /api/cost result."""
+    preset = find_preset(query.preset)
+    b, dtype = element_size(query)
+    config = resolve_config(query, preset)
+    n, batch = query.seq_len, query.batch
+    gpu_bytes = cost.gib_to_bytes(query.gpu_memory_gib)
+
+    def dense_layer(m: int) -> int:
+        return config.score_bytes_per_layer(m, b, batch)
+
+    def kv_at(m: int) -> int:
+        return config.kv_cache_bytes(m, b, batch)
+
+    score_bytes_per_layer = dense_layer(n)
+    kv_bytes = kv_at(n)
+    kv_fit = cost.longest_fitting(kv_at, gpu_bytes, MAX_SEQ_LEN)
+    dense_fit = cost.longest_fitting(dense_layer, gpu_bytes, MAX_SEQ_LEN)
+    fields: dict[str, Any] = {
+        "seq_len": n,
+        "heads": config.heads,
+        "kv_heads": config.kv_heads,
+        "head_dim": config.head_dim,
+        "layers": config.layers,
+        "batch": batch,
+        "bytes_per_element": float(b) if b.denominator != 1 else int(b),
+        "bits_per_element": int(b * 8),
+        "dtype": dtype,
+        "window": config.window,
+        "window_layers": config.windowed_layers if config.window is not None else None,
+        "global_layers": config.global_layers,
+        "attention": config.kind,
+        "preset": preset.as_dict() if preset else None,
+        # seed 000's table, and beyond
+        "score_entries_per_head": cost.score_entries(n),
+        "score_bytes_per_head": cost.score_bytes(n, b),
+        "score_bytes_per_layer": score_bytes_per_layer,
+        "score_bytes_model": score_bytes_per_layer * config.layers,
+        "row_stats_bytes_per_layer": config.row_stats_bytes_per_layer(n, batch),
+        "qkvo_bytes_per_layer": config.qkvo_bytes_per_layer(n, b, batch),
+        "prefill_flops_per_head": cost.prefill_flops_per_head(n, config.head_dim),
+        "prefill_flops": config.prefill_flops(n, batch),
+        "causal_prefill_flops": config.causal_prefill_flops(n, batch),
+        "decode_flops_per_head": cost.decode_flops_per_head(n, config.head_dim),
+        "decode_flops": config.decode_flops(n, batch),
+        "kv_cache_bytes_per_token": cost.kv_cache_bytes_per_token(
+            config.layers, config.kv_heads, config.head_dim, b
+        ),
+        "kv_cache_bytes": kv_bytes,
+        "kv_cached_tokens_windowed": (
+            cost.cached_tokens(n, config.window) if config.window is not None else None
+        ),
+        "gpu": {
+            "memory_gib": query.gpu_memory_gib,
+            "memory_bytes": gpu_bytes,
+            "kv_cache_fits": kv_bytes <= gpu_bytes,
+            "kv_cache_share": kv_bytes / gpu_bytes,
+            "score_layer_fits": score_bytes_per_layer <= gpu_bytes,
+            "score_layer_share": score_bytes_per_layer / gpu_bytes,
+            "longest_kv_fit": kv_fit,
+            "longest_dense_layer_fit": dense_fit,
+        },
+    }
+    fields["sizes"] = {name: size_of(fields[name]) for name in BYTE_FIELDS}
+    fields["sizes"]["gpu_memory"] = size_of(gpu_bytes)
+    fields["scaling"] = [
+        {
+            "seq_len": m,
+            "score_entries_per_head": cost.score_entries(m),
+            "score_bytes_per_head": cost.score_bytes(m, b),
+            "size": size_of(cost.score_bytes(m, b)),
+        }
+        for m in (n, 2 * n, 4 * n)
+        if m <= MAX_SEQ_LEN
+    ]
+    fields["curves"] = curves(config, n, b, batch, [kv_fit, dense_fit])
+    return fields
+
+
+def curves(
+    config: AttentionConfig,
+    n: int,
+    b: Fraction,
+    batch: int,
+    capacities: list[int],
+) -> dict[str, Any]:
+    """Every chart's series against sequence length, sampled on a log grid that reaches past
+    the chosen length and the lengths where the GPU fills up."""
+    fits = [m for m in capacities if m < MAX_SEQ_LEN]
+    lo = max(1, min(n, 128) // 2)
+    hi = min(MAX_SEQ_LEN, max(16 * n, 131_072, *(2 * m for m in fits)))
+    ns = _grid(lo, hi, [n, *fits])
+
+    def over(fn: Callable[[int], int]) -> list[int]:
+        return [fn(m) for m in ns]
+
+    kv = kv_series(config)
+    return {
+        "seq_len": ns,
+        "dense_score_bytes_per_layer": over(lambda m: config.score_bytes_per_layer(m, b, batch)),
+        "row_stats_bytes_per_layer": over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
+        "qkvo_bytes_per_layer": over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
+        "kv_cache_bytes": {
+            label: over(lambda m, c=c: c.kv_cache_bytes(m, b, batch)) for label, c in kv
+        },
+        "kv_chosen": next(label for label, c in kv if c == config),
+    }
+
+
+def preset_list() -> list[dict[str, object]]:
+    """GET /api/cost/models."""
+    return [p.as_dict() for p in PRESETS]

@@ -1,0 +1,1 @@
+"""/docs: the OpenAPI document drawn by Swagger UI, served from this server."""

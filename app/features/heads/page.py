@@ -1,0 +1,200 @@
+"""What /heads shows for one URL: its form, small multiples of every head, the chosen head's
+stage strip, the concatenation and W_O, the shuffle demo and the √d_k panel."""
+
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlencode
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.core.errors import InputError, validation_errors
+from app.core.i18n import gettext
+from app.features.heads.schemas import HeadsRequest
+from app.features.heads.service import compute_heads
+from app.features.stages.page import head_stages
+from app.features.stages.schemas import MaskSpec, PositionalKind
+from app.features.stages.service import position_demo
+from app.math.scaling import saturation
+from app.settings import Settings
+from app.web.figures import Series, heatmap, log_log_lines, thumbnail
+
+HEADS_PAGE_MAX_TOKENS = 32
+
+
+KV_GROUP_COLOURS = 8  # CSS classes kv-group-0 … kv-group-7, cycled
+
+
+class HeadsForm(BaseModel):
+    """The /heads page's GET form: every page state is one of these, and its URL."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field("the cat sat on the mat", max_length=2000)
+    d_model: int = Field(8, ge=1, le=64)
+    heads: int = Field(4, ge=1, le=16)
+    kv_heads: int = Field(2, ge=1, le=16)
+    d_head: int = Field(4, ge=1, le=64)
+    mask: Literal["bidirectional", "causal"] = "bidirectional"
+    positional: PositionalKind = "none"
+    scale: Literal["on", "off"] = "on"
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    head: int = Field(0, ge=0, le=15)
+    preset: Literal["mha", "gqa", "mqa"] | None = None
+
+    def params(self, **changes: Any) -> str:
+        """This state (with `changes`) as a query string; the preset is already applied."""
+        values = self.model_dump(exclude={"preset"}) | changes
+        return urlencode(values)
+
+
+def gqa_kv_heads(heads: int) -> int | None:
+    """The grouped-query preset: the fewest groups larger than 1 (h = 8 → g = 2)."""
+    return next((g for g in range(2, heads) if heads % g == 0), None)
+
+
+def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
+    """Apply a preset, and move a g that does not divide h to the nearest divisor below."""
+    h = form.heads
+    wanted = {"mha": h, "gqa": gqa_kv_heads(h) or h, "mqa": 1}.get(form.preset or "", form.kv_heads)
+    g = max(d for d in range(1, min(wanted, h) + 1) if h % d == 0)
+    note = None
+    if g != wanted:
+        note = gettext(
+            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query heads; "
+            "showing g = %(g)s."
+        ) % {"wanted": wanted, "h": h, "g": g}
+    return form.model_copy(
+        update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}
+    ), note
+
+
+def heads_request(form: HeadsForm) -> HeadsRequest:
+    tokens = form.text.split()
+    if not tokens:
+        raise InputError(("text",), gettext("text is empty; type at least one word to have tokens"))
+    if len(tokens) > HEADS_PAGE_MAX_TOKENS:
+        raise InputError(
+            ("text",),
+            gettext(
+                "text has %(n)s tokens but this page shows at most %(max)s; shorten it "
+                "(the API takes more)"
+            )
+            % {"n": len(tokens), "max": HEADS_PAGE_MAX_TOKENS},
+        )
+    return HeadsRequest(
+        tokens=tokens,
+        d_model=form.d_model,
+        heads=form.heads,
+        kv_heads=form.kv_heads,
+        d_head=form.d_head,
+        mask=MaskSpec(causal=form.mask == "causal"),
+        positional=form.positional,
+        scale=form.scale == "on",
+        seed=form.seed,
+    )
+
+
+def matrix_figure(matrix: Any, rows: list[str], title: str, x_title: str) -> dict[str, Any]:
+    columns = [str(j) for j in range(np.shape(matrix)[1])]
+    return heatmap(matrix, columns, rows, title, "diverging", x_title=x_title, y_title="")
+
+
+def heads_figures(result: dict[str, Any], selected: int) -> dict[str, Any]:
+    """Small multiples of every head's weights, the chosen head's stage strip, and the
+    concatenation, W_O and output as matrices."""
+    tokens = result["tokens"]
+    h, d_head = len(result["heads"]), result["d_head"]
+    head = result["heads"][selected]
+    one = {  # the projections saw x with position added (x itself unless sinusoidal)
+        **head,
+        "tokens": tokens,
+        "x": result["x_positioned"],
+        "scale_factor": result["scale_factor"],
+        "d_k": d_head,
+    }
+    concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
+    return {
+        "thumbs": [
+            thumbnail(
+                heatmap(s["weights"], tokens, tokens, ""),
+                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s["kv_head"]},
+            )
+            for i, s in enumerate(result["heads"])
+        ],
+        "view": head_stages(one),
+        "concat": matrix_figure(
+            result["concat"], tokens, "concat (n × h·d_head)", gettext("head · column")
+        ),
+        "w_o": matrix_figure(
+            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", gettext("model dimension")
+        ),
+        "output": matrix_figure(
+            result["output"], tokens, gettext("output = concat · W_O"), gettext("model dimension")
+        ),
+    }
+
+
+def scaling_figures(curves: dict[str, list]) -> dict[str, dict[str, Any]]:
+    """The √d_k panel: four measures against d_k, with and without the division."""
+    d_k = curves["d_k"]
+
+    def pair(measure: str, title: str, y_title: str) -> dict[str, Any]:
+        series = [
+            Series("÷ √d_k", curves[f"scaled_{measure}"]),
+            Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
+        ]
+        return log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
+
+    return {
+        "score_std": pair(
+            "score_std", gettext("Spread of the scores"), gettext("standard deviation")
+        ),
+        "max_weight": pair(
+            "max_weight", gettext("Largest weight in a row"), gettext("mean of row maxima")
+        ),
+        "entropy_bits": pair("entropy_bits", gettext("Entropy of a softmax row"), "bits"),
+        "gradient": pair(
+            "gradient", gettext("Gradient that reaches the scores"), gettext("mean ‖∂p/∂s‖")
+        ),
+    }
+
+
+def heads_page(params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
+    """Everything /heads shows for one URL; problems become messages on the page."""
+    errors: list[str] = []
+    try:
+        form = HeadsForm.model_validate(dict(params))
+    except ValidationError as exc:
+        errors = [e["msg"] for e in validation_errors(exc.errors())]
+        form = HeadsForm()
+    form, note = snap_kv_heads(form)
+    context: dict[str, Any] = {
+        "form": form,
+        "note": note,
+        "errors": errors,
+        "gqa": gqa_kv_heads(form.heads),
+        "head_urls": [f"/heads?{form.params(head=i)}" for i in range(form.heads)],
+        "scaling": saturation(form.seed % 1000),
+        "result": None,
+    }
+    context["scaling_figures"] = scaling_figures(context["scaling"])
+    try:
+        req = heads_request(form)
+        result = compute_heads(req, settings)
+    except InputError as exc:
+        errors.append(exc.msg)
+        return context
+    except ValidationError as exc:
+        errors.extend(e["msg"] for e in validation_errors(exc.errors()))
+        return context
+    kv = [s["kv_head"] for s in result["heads"]]
+    context.update(
+        result=result,
+        request_json=req.model_dump(exclude_defaults=True),
+        groups=[[i for i, j in enumerate(kv) if j == g] for g in range(form.kv_heads)],
+        group_colours=KV_GROUP_COLOURS,
+        figures=heads_figures(result, form.head),
+        demo=position_demo(req, result, compute_heads, settings),
+    )
+    return context

@@ -1,0 +1,105 @@
+"""The request and response shapes of POST /api/heads."""
+
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from app.features.stages.schemas import (
+    HeadCount,
+    HeadResponse,
+    Matrix,
+    SequenceRequest,
+    Tensor,
+    Width,
+    matrix_width,
+)
+from app.math.positional import Positional
+
+HEADS_EXAMPLE_REQUEST: dict[str, Any] = {
+    "tokens": ["the", "cat", "sat", "on", "the", "mat"],
+    "d_model": 8,
+    "heads": 4,
+    "kv_heads": 2,
+    "d_head": 2,
+    "mask": {"causal": True},
+    "positional": "rope",
+}
+
+
+class HeadsRequest(SequenceRequest):
+    """h query heads over g key/value heads, then W_O. Omitted projections are seeded."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [HEADS_EXAMPLE_REQUEST]}
+    )
+
+    heads: HeadCount = Field(4, description="h, the number of query heads.")
+    kv_heads: HeadCount | None = Field(
+        None,
+        description="g key/value heads, dividing h (default h): g = h multi-head, "
+        "1 < g < h grouped-query, g = 1 multi-query. Query head i uses ⌊i / (h / g)⌋.",
+    )
+    d_head: Width | None = Field(
+        None, description="Width of every head's q, k and v (default: from w_q, else 2)."
+    )
+    w_q: Tensor | None = Field(None, description="h × d_model × d_head query projections.")
+    w_k: Tensor | None = Field(None, description="g × d_model × d_head key projections.")
+    w_v: Tensor | None = Field(None, description="g × d_model × d_head value projections.")
+    w_o: Matrix | None = Field(None, description="(h · d_head) × d_model output projection.")
+
+    @field_validator("w_q", "w_k", "w_v")
+    @classmethod
+    def matrices_not_ragged(cls, value: list[Matrix] | None, info: ValidationInfo) -> Any:
+        for i, matrix in enumerate(value or []):
+            matrix_width(f"{info.field_name}[{i}]", matrix, (i,))  # pydantic adds the field
+        return value
+
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        rows = (len(w[0]) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        fixed = super().given_d_model() or next(rows, None)
+        return fixed or (len(self.w_o[0]) if self.w_o is not None else None)
+
+    @model_validator(mode="after")
+    def heads_agree(self) -> "HeadsRequest":
+        self._check_x()
+        if self.w_o is not None:
+            matrix_width("w_o", self.w_o)
+        return self
+
+
+class HeadsHeadResponse(HeadResponse):
+    kv_head: int = Field(description="The key/value head this query head used: ⌊i / (h / g)⌋.")
+
+
+class KvCacheResponse(BaseModel):
+    bytes_per_element: int
+    this: int = Field(description="K and V bytes per token, one layer, this configuration.")
+    multi_head: int = Field(description="The same with g = h (plain multi-head attention).")
+
+
+class HeadsResponse(BaseModel):
+    tokens: list[str]
+    d_model: int
+    d_head: int
+    kv_heads: int
+    scale_factor: float
+    positional: Positional
+    x: list[list[float]]
+    x_positioned: list[list[float]]
+    w_q: list[list[list[float]]]
+    w_k: list[list[list[float]]]
+    w_v: list[list[list[float]]]
+    w_o: list[list[float]]
+    mask: dict[str, Any]
+    heads: list[HeadsHeadResponse]
+    concat: list[list[float]] = Field(description="n × h·d_head: head outputs in head order.")
+    output: list[list[float]] = Field(description="n × d_model: concat · W_O.")
+    kv_cache_bytes_per_token: KvCacheResponse

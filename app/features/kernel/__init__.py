@@ -1,0 +1,1 @@
+"""Inside the kernel: tiled attention with an online softmax, and cached decoding."""

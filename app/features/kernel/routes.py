@@ -1,0 +1,36 @@
+"""Inside the kernel: POST /api/kernel/tiled, POST /api/kernel/decode and the page /kernel."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from starlette.responses import Response
+
+from app.features.kernel.page import kernel_context
+from app.features.kernel.schemas import DecodeRequest, DecodeResponse, TiledRequest, TiledResponse
+from app.features.kernel.service import compute_decode, compute_tiled
+from app.features.lab.routes import LabDep
+from app.web.deps import ERRORS, SettingsDep
+from app.web.json_io import JSONResponse, JSONRoute
+from app.web.templating import templates
+
+api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+pages = APIRouter(include_in_schema=False)
+
+
+@api.post("/kernel/tiled", response_model=TiledResponse, responses=ERRORS)
+def kernel_tiled(req: TiledRequest, settings: SettingsDep) -> JSONResponse:
+    """Tiled exact attention with an online softmax, step by step, next to the dense result."""
+    return JSONResponse(compute_tiled(req, settings))
+
+
+@api.post("/kernel/decode", response_model=DecodeResponse, responses=ERRORS)
+def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
+    """A prefill, then one token at a time against a growing key/value cache."""
+    return JSONResponse(compute_decode(req, settings))
+
+
+@pages.get("/kernel", response_class=HTMLResponse)
+def kernel(request: Request, page: LabDep, settings: SettingsDep) -> Response:
+    """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
+    context = kernel_context(page, request.query_params, settings)
+    status = 422 if context["messages"]["problems"] else 200
+    return templates.TemplateResponse(request, "kernel/kernel.html", context, status_code=status)

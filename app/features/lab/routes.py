@@ -1,0 +1,89 @@
+"""The head lab: POST /api/attention, and the page / with its JSON and CSV twins.
+
+The lab is one state (app/features/lab/state.py) rendered four ways: the page, the fragment
+its script swaps in (`fragment=1`), and the CSV and JSON downloads.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.responses import Response
+
+from app.features.lab.download import stages_csv
+from app.features.lab.page import LabPage, lab_context, lab_page
+from app.features.lab.schemas import AttentionRequest, AttentionResponse
+from app.features.lab.service import compute_attention
+from app.features.stages.schemas import WORKED_EXAMPLE_REQUEST
+from app.web.deps import ERRORS, SettingsDep
+from app.web.json_io import JSONResponse, JSONRoute
+from app.web.middleware.cache import cacheable
+from app.web.templating import templates
+
+api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+pages = APIRouter(include_in_schema=False)
+
+WORKED_EXAMPLE = {
+    "worked": {
+        "summary": 'The worked example "The cat sleeps" (the same as {})',
+        "value": WORKED_EXAMPLE_REQUEST,
+    }
+}
+AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
+
+
+@api.post(
+    "/attention",
+    response_model=AttentionResponse,
+    responses=ERRORS,
+    dependencies=[Depends(cacheable)],
+)
+async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
+    """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
+    # async: the work is microseconds to a few milliseconds of numpy (bounded by the limits),
+    # cheaper on the event loop than a hop to the thread pool and back.
+    return JSONResponse(compute_attention(req, settings))
+
+
+def lab_state(request: Request, settings: SettingsDep) -> LabPage:
+    return lab_page(request.query_params.multi_items(), settings)
+
+
+LabDep = Annotated[LabPage, Depends(lab_state)]
+
+
+def problems_json(page: LabPage) -> JSONResponse:
+    detail = [{"loc": ["query"], "msg": p, "type": "value_error"} for p in page.problems]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+@pages.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
+def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
+    """The head lab. A button's `action` redirects to the state it produced; bad input
+    renders the page with its problems next to the controls (422). The live fragment answers
+    200 either way: a half-typed number is a normal moment of editing, not a failed request
+    (its messages carry data-problems). `fragment=results` leaves the controls out."""
+    if fragment:
+        context = {**lab_context(page), "with_editor": fragment != "results"}
+        return templates.TemplateResponse(request, "lab/_fragment.html", context)
+    if page.action and page.ok:
+        return RedirectResponse(f"/?{page.query}", status_code=303)
+    status = 200 if page.ok else 422
+    return templates.TemplateResponse(
+        request, "lab/lab.html", lab_context(page), status_code=status
+    )
+
+
+@pages.get("/lab.json")
+def lab_json(page: LabDep) -> JSONResponse:
+    """The lab's state as the /api/attention result."""
+    return JSONResponse(page.result) if page.ok else problems_json(page)
+
+
+@pages.get("/lab.csv")
+def lab_csv(page: LabDep) -> Response:
+    """Every stage of the lab's state, one number per line."""
+    if not page.ok:
+        return problems_json(page)
+    headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
+    return Response(stages_csv(page.result), media_type="text/csv", headers=headers)

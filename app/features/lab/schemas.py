@@ -1,0 +1,125 @@
+"""The request and response shapes of POST /api/attention."""
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from app.core.limits import HARD_MAX_TOKENS
+from app.features.stages.schemas import (
+    WORKED_EXAMPLE_REQUEST,
+    HeadResponse,
+    Matrix,
+    QueryBreakdown,
+    SequenceRequest,
+    Width,
+    field_error,
+    matrix_width,
+)
+from app.math.positional import Positional
+
+
+class AttentionRequest(SequenceRequest):
+    """One head. Every field is optional: `{}` is the worked example "The cat sleeps"."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [WORKED_EXAMPLE_REQUEST]}
+    )
+
+    d_k: Width | None = Field(None, description="Width of generated W_Q and W_K columns.")
+    d_v: Width | None = Field(None, description="Width of generated W_V columns.")
+    w_q: Matrix | None = Field(None, description="d_model × d_k query projection.")
+    w_k: Matrix | None = Field(None, description="d_model × d_k key projection.")
+    w_v: Matrix | None = Field(None, description="d_model × d_v value projection.")
+    query: Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)] | None = Field(
+        None, description="Position broken down in `query`; default 1 for the worked example."
+    )
+
+    @model_validator(mode="after")
+    def shapes_agree(self) -> "AttentionRequest":
+        """x, d_model and the projections must fit together; each error names the field to fix."""
+        self._check_x()
+        d_model, d_k = self.given_d_model(), self.given_d_k()
+        for name in ("w_q", "w_k", "w_v"):
+            w = getattr(self, name)
+            if w is None:
+                continue
+            width = matrix_width(name, w)
+            if len(w) != d_model:
+                raise field_error(
+                    "shape_mismatch",
+                    f"{name} has {len(w)} rows but {self._d_model_source()} "
+                    f"(d_model = {d_model}); {name} needs one row per number of an x row",
+                    name,
+                )
+            expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
+            if expected is not None and width != expected:
+                source = self.first_given(("d_k", "w_q")) if label == "d_k" else "d_v"
+                fix = (
+                    f"leave {label} out or make them agree"
+                    if source == label
+                    else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
+                )
+                said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
+                raise field_error(
+                    "shape_mismatch", f"{name} has {width} columns but {said}; {fix}", name
+                )
+        return self
+
+    def _d_model_source(self) -> str:
+        """Which field fixes d_model, in words for a message."""
+        source = self.first_given(("x", "d_model", "w_q", "w_k", "w_v"))
+        if source == "x":
+            return f"each x row has {self.given_d_model()} numbers"
+        if source == "d_model":
+            return f"d_model is {self.d_model}"
+        return f"{source} has {self.given_d_model()} rows"
+
+    def given_d_model(self) -> int | None:
+        """d_model as the request fixes it: x's width, d_model, or a projection's rows."""
+        rows = (len(w) for w in (self.w_q, self.w_k, self.w_v) if w is not None)
+        return super().given_d_model() or next(rows, None)
+
+    def given_d_k(self) -> int | None:
+        """d_k as the request fixes it: d_k, or the columns of W_Q or W_K."""
+        if self.d_k is not None:
+            return self.d_k
+        return next((len(w[0]) for w in (self.w_q, self.w_k) if w is not None), None)
+
+
+class ResolvedInputs(BaseModel):
+    """The inputs actually used: generated ones included."""
+
+    tokens: list[str]
+    d_model: int
+    d_k: int
+    d_v: int
+    scale_factor: float
+    positional: Positional
+    x: list[list[float]]
+    x_positioned: list[list[float]] = Field(
+        description="What the projections saw: x + PE for sinusoidal, else x."
+    )
+    w_q: list[list[float]]
+    w_k: list[list[float]]
+    w_v: list[list[float]]
+    mask: dict[str, Any]
+
+
+class AttentionResponse(HeadResponse, ResolvedInputs):
+    query: QueryBreakdown
+
+
+class InputsUsed(ResolvedInputs):
+    """The lab state as resolved on the server, with its projections and mask."""
+
+    scale: bool
+    q: list[list[float]]
+    k: list[list[float]]
+    v: list[list[float]]
+    allowed: list[list[bool]]
+    empty_rows: list[int]

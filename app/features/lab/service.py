@@ -1,0 +1,126 @@
+"""From an AttentionRequest to the /api/attention result: defaults filled in (the worked
+example, or seeded generation), the server's limits checked, the math run."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.features.lab.schemas import AttentionRequest
+from app.features.stages.schemas import MaskSpec, check_limits, check_mask
+from app.features.stages.service import (
+    check_index,
+    check_rope,
+    mask_of,
+    query_breakdown,
+    resolve_sequence,
+    stage_fields,
+)
+from app.math import attention as att
+from app.math import heads as mh
+from app.math.positional import Positional
+from app.settings import Settings
+
+
+@dataclass(frozen=True)
+class HeadInputs:
+    """Everything one head needs, defaults filled in."""
+
+    tokens: list[str]
+    x: np.ndarray  # (n, d_model)
+    w_q: np.ndarray  # (d_model, d_k)
+    w_k: np.ndarray  # (d_model, d_k)
+    w_v: np.ndarray  # (d_model, d_v)
+    mask: MaskSpec
+    scale: bool
+    query: int
+    positional: Positional
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+
+WORKED_PROJECTIONS = {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}
+
+
+def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
+    """The request with every default filled in, checked against this server's limits.
+
+    The request model has already checked that the given shapes agree; what is generated
+    here takes its widths from them (d_model from x, d_model or a projection's rows).
+    """
+    tokens, x, worked = resolve_sequence(req)
+    n, d_model = x.shape
+
+    def projection(name: str, width: int | None) -> np.ndarray:
+        given = getattr(req, name)
+        if given is not None:
+            return np.array(given, dtype=float)
+        if worked and width in (None, d_model):
+            return WORKED_PROJECTIONS[name].copy()
+        return att.random_projection(d_model, width or d_model, req.seed, name)
+
+    w_q = projection("w_q", req.given_d_k())
+    w_k = projection("w_k", w_q.shape[1])
+    w_v = projection("w_v", req.d_v)
+
+    check_limits(
+        n,
+        {"d_model": d_model, "d_k": w_q.shape[1], "d_v": w_v.shape[1]},
+        settings.max_tokens,
+        settings.max_width,
+        fields={
+            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v"), "d_model"),
+            "d_k": req.first_given(("d_k", "w_q", "w_k"), "d_k"),
+            "d_v": req.first_given(("d_v", "w_v"), "d_v"),
+        },
+    )
+    check_mask(req.mask, n)
+    check_rope(req.positional, "d_k", w_q.shape[1])
+    query = req.query if req.query is not None else (att.WORKED_QUERY if worked else n - 1)
+    check_index("query", query, n, "tokens")
+    return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
+
+
+def one_head(inputs: HeadInputs, allowed: np.ndarray) -> mh.MultiHeadStages:
+    """The single head of /api/attention, position applied as the request says."""
+    return mh.multi_head_attention(
+        inputs.x,
+        inputs.w_q[None],
+        inputs.w_k[None],
+        inputs.w_v[None],
+        allowed,
+        inputs.scale,
+        inputs.positional,
+    )
+
+
+def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
+    """The inputs as they were resolved (generated numbers included) and what they gave."""
+    return {
+        "tokens": inputs.tokens,
+        "d_model": inputs.x.shape[1],
+        "d_k": inputs.w_q.shape[1],
+        "d_v": inputs.w_v.shape[1],
+        "scale_factor": run.heads[0].scale_factor,
+        "positional": inputs.positional,
+        "x": inputs.x,
+        "x_positioned": run.x_in,
+        "w_q": inputs.w_q,
+        "w_k": inputs.w_k,
+        "w_v": inputs.w_v,
+        "mask": inputs.mask.model_dump(exclude_none=True),
+    }
+
+
+def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, Any]:
+    """The whole /api/attention result."""
+    inputs = resolve_inputs(req, settings)
+    run = one_head(inputs, mask_of(inputs.mask, inputs.n))
+    fields = stage_fields(run.heads[0])
+    return {
+        **inputs_used(inputs, run),
+        **fields,
+        "query": query_breakdown(inputs.tokens, fields, inputs.query),
+    }

@@ -1,0 +1,34 @@
+"""A real trained model's heads: POST /api/model and the page /model."""
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+
+from app.features.model.page import model_page
+from app.features.model.schemas import ModelRequest, ModelResponse
+from app.features.model.service import compute_model
+from app.web.deps import ERRORS, ErrorResponse, SettingsDep
+from app.web.json_io import JSONResponse, JSONRoute
+from app.web.middleware.cache import cacheable
+from app.web.templating import templates
+
+api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+pages = APIRouter(include_in_schema=False)
+MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
+
+
+@api.post(
+    "/model",
+    response_model=ModelResponse,
+    responses=MODEL_ERRORS,
+    dependencies=[Depends(cacheable)],  # a real model run: a class sending one text runs it once
+)
+def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
+    """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
+    return JSONResponse(compute_model(req, settings))
+
+
+@pages.get("/model", response_class=HTMLResponse)
+def model_html(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
+    context, status = model_page(dict(request.query_params), settings)
+    return templates.TemplateResponse(request, "model/model.html", context, status_code=status)

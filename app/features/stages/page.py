@@ -1,0 +1,293 @@
+"""The stage strip of one head: which figures and tables a page shows, with which labels, and
+the arithmetic a reader sees when hovering a cell.
+
+Reads finished results and formats them; the attention itself was computed by a service. Any
+page with a result carrying the stage fields of /api/attention (tokens, q, k, v, scores,
+scaled, allowed, masked, weights, output, scale_factor) can call `head_stages` and render it
+with the macros of templates/stages/_stages.html."""
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from app.core.i18n import gettext
+from app.features.stages.service import query_breakdown
+from app.web.figures import (
+    LABEL_CELLS_UP_TO,
+    fmt,
+    heatmap,
+)
+
+# Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
+# alternative is the selected query's row (the full matrices are in the CSV download).
+HOVER_ARITHMETIC_UP_TO = 32
+
+
+FULL_TABLES_UP_TO = 32
+
+
+# Sums longer than this are written with "…" in the hover text.
+MAX_TERMS = 8
+
+
+def short(value: float) -> str:
+    """A factor in a hover sum: 0.5, 1, (−0.34): three decimals at most, no trailing zeros,
+    negatives in parentheses so that "×" and "+" read unambiguously."""
+    text = fmt(value, 3)
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return f"({text})" if text.startswith("−") else text
+
+
+def _sum(terms: Sequence[str]) -> str:
+    shown = list(terms[:MAX_TERMS])
+    if len(terms) > MAX_TERMS:
+        shown.append("…")
+    return " + ".join(shown)
+
+
+def scale_label(result: Mapping[str, Any]) -> str:
+    """ "√2" when the scores are divided by √d_k, "1" when scaling is switched off."""
+    d_k = int(result["d_k"])
+    if math.isclose(float(result["scale_factor"]), math.sqrt(d_k)) and d_k > 1:
+        return f"√{d_k}"
+    return "1"
+
+
+def dot_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
+    q, k, scores = (np.asarray(result[name], dtype=float) for name in ("q", "k", "scores"))
+    return [
+        [
+            f"q_{ti} · k_{tj} = "
+            + _sum([f"{short(a)}×{short(b)}" for a, b in zip(q[i], k[j], strict=True)])
+            + f" = {fmt(scores[i, j])}"
+            for j, tj in enumerate(tokens)
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def scaled_hover(result: Mapping[str, Any], dots: list[list[str]]) -> list[list[str]]:
+    """The dot product, then ", ÷ √2 = 0.707"."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    by = scale_label(result)
+    return [
+        [f"{text}, ÷ {by} = {fmt(scaled[i, j])}" for j, text in enumerate(row)]
+        for i, row in enumerate(dots)
+    ]
+
+
+def masked_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    visible, hidden = gettext("visible"), gettext("hidden by the mask")
+    return [
+        [
+            f"{ti} → {tj}: {fmt(scaled[i, j])} + 0 = {fmt(scaled[i, j])} ({visible})"
+            if allowed[i, j]
+            else f"{ti} → {tj}: {fmt(scaled[i, j])} + (−∞) = −∞ ({hidden})"
+            for j, tj in enumerate(tokens)
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def weight_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys."""
+    scaled = np.asarray(result["scaled"], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    weights = np.asarray(result["weights"], dtype=float)
+    rows = []
+    for i, ti in enumerate(tokens):
+        visible = np.flatnonzero(allowed[i])
+        if visible.size == 0:
+            none = gettext("%(query)s sees no key: its weights are all 0") % {"query": ti}
+            rows.append([none for _ in tokens])
+            continue
+        if visible.size <= 4:
+            total = "(" + " + ".join(f"e^{fmt(scaled[i, j])}" for j in visible) + ")"
+        else:
+            total = gettext("Σ over its %(n)d visible keys") % {"n": visible.size}
+        rows.append(
+            [
+                f"{ti} → {tj}: e^{fmt(scaled[i, j])} / {total} = {fmt(weights[i, j])}"
+                if allowed[i, j]
+                else f"{ti} → {tj}: " + gettext("hidden key, weight 0")
+                for j, tj in enumerate(tokens)
+            ]
+        )
+    return rows
+
+
+def weighted_hover(query: Mapping[str, Any], v: np.ndarray) -> list[list[str]]:
+    """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
+    return [
+        [
+            f"{fmt(row['weight'])} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
+            f"{short(v[row['key_index'], d])} = {fmt(value)}"
+            for d, value in enumerate(row["weighted_value"])
+        ]
+        for row in query["rows"]
+    ]
+
+
+def output_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+    """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
+    weights = np.asarray(result["weights"], dtype=float)
+    v = np.asarray(result["v"], dtype=float)
+    output = np.asarray(result["output"], dtype=float)
+    return [
+        [
+            f"out_{ti}[{d}] = "
+            + _sum([f"{short(w)}×{short(x)}" for w, x in zip(weights[i], v[:, d], strict=True)])
+            + f" = {fmt(output[i, d])}"
+            for d in range(v.shape[1])
+        ]
+        for i, ti in enumerate(tokens)
+    ]
+
+
+def _table(matrix: Any, rows: Sequence[str], cols: Sequence[str], caption: str) -> dict[str, Any]:
+    return {
+        "matrix": matrix,
+        "row_labels": list(rows),
+        "col_labels": list(cols),
+        "caption": caption,
+    }
+
+
+def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> dict[str, Any]:
+    """Everything templates/_stages.html shows for one head: the token table's rows, the
+    heatmap strip (each figure with its table as text alternative) and the query breakdown.
+
+    `result` holds the stage fields of /api/attention. The breakdown is `result["query"]`
+    when present, else it is built here for `query_index` (default: the last token)."""
+    tokens = list(result["tokens"])
+    n = len(tokens)
+    if "query" in result and query_index in (None, result["query"]["index"]):
+        query = result["query"]
+    else:
+        query = query_breakdown(tokens, result, n - 1 if query_index is None else query_index)
+    i = query["index"]
+    v = np.asarray(result["v"], dtype=float)
+    dims = [f"d{d}" for d in range(v.shape[1])]
+    weighted = np.array([row["weighted_value"] for row in query["rows"]], dtype=float)
+    allowed = np.asarray(result["allowed"], dtype=bool)
+    hover = n <= HOVER_ARITHMETIC_UP_TO
+    full = n <= FULL_TABLES_UP_TO
+    by = scale_label(result)
+    dots = dot_hover(result, tokens) if hover else None
+    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query["token"]}
+
+    def square(name: str, caption: str) -> dict[str, Any]:
+        rows = slice(None) if full else slice(i, i + 1)
+        matrix = np.asarray(result[name], dtype=float)[rows]
+        if name == "masked":
+            matrix = np.where(allowed[rows], matrix, np.nan)
+        cells = [[None if np.isnan(x) else x for x in row] for row in matrix.tolist()]
+        return _table(cells, tokens[rows], tokens, caption)
+
+    stages = [
+        {
+            "name": "scores",
+            "title": "Q·Kᵀ",
+            "fig": heatmap(result["scores"], tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
+            "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
+        },
+        {
+            "name": "scaled",
+            "title": f"÷ {by}",
+            "fig": heatmap(
+                result["scaled"],
+                tokens,
+                tokens,
+                f"÷ {by}",
+                "diverging",
+                hover=scaled_hover(result, dots) if dots else None,
+            ),
+            "table": square("scaled", f"Q·Kᵀ ÷ {by}"),
+        },
+        {
+            "name": "masked",
+            "title": "+ M",
+            "fig": heatmap(
+                result["scaled"],
+                tokens,
+                tokens,
+                gettext("+ M (grey = hidden, −∞)"),
+                "diverging",
+                hover=masked_hover(result, tokens) if hover else None,
+                hidden=~allowed,
+            ),
+            "table": square("masked", gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)")),
+        },
+        {
+            "name": "weights",
+            "title": "softmax",
+            "fig": heatmap(
+                result["weights"],
+                tokens,
+                tokens,
+                gettext("softmax weights (grey = hidden, 0)"),
+                hover=weight_hover(result, tokens) if hover else None,
+                hidden=~allowed,
+                hidden_text="0",
+            ),
+            "table": square(
+                "weights", gettext("Softmax weights: each row sums to 1 (0 if it sees no key)")
+            ),
+        },
+        {
+            "name": "weighted",
+            "title": weighted_title,
+            "fig": heatmap(
+                weighted,
+                dims,
+                tokens,
+                weighted_title,
+                "diverging",
+                x_title=gettext("value dimension"),
+                y_title=gettext("key"),
+                hover=weighted_hover(query, v) if hover else None,
+                hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
+                hidden_text="0",
+            ),
+            "table": _table(
+                weighted,
+                tokens,
+                dims,
+                gettext("weight_j × v_j for the query “%(token)s”") % {"token": query["token"]},
+            ),
+        },
+        {
+            "name": "output",
+            "title": "weights · V",
+            "fig": heatmap(
+                result["output"],
+                dims,
+                tokens,
+                gettext("output = weights · V"),
+                "diverging",
+                x_title=gettext("output dimension"),
+                hover=output_hover(result, tokens) if hover else None,
+            ),
+            "table": _table(
+                result["output"], tokens, dims, gettext("Output = weights · V, one row per token")
+            ),
+        },
+    ]
+    return {
+        "tokens": tokens,
+        "n": n,
+        "result": result,
+        "query": query,
+        "weight_sum": float(sum(row["weight"] for row in query["rows"])),
+        "scale_label": by,
+        "stages": stages,
+        "full_tables": full,
+        "cell_text": n <= LABEL_CELLS_UP_TO,
+        "empty_rows": [tokens[r] for r in result.get("empty_rows", [])],
+    }

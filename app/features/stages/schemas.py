@@ -1,0 +1,264 @@
+"""Shapes shared by every attention request: number, matrix and width types with their limits
+in Field(...), the mask, the token sequence, and the stage fields of one head.
+
+Shape checks between given fields (x against W_Q, W_Q against W_K) live in the model
+validators and raise `field_error(kind, message, loc)`: a sentence a student can act on,
+reported at the field to change, like pydantic's own errors. What needs the defaults filled in
+(the mask and the query against the number of tokens) or the settings (how many tokens, how
+wide) is checked by `check_mask` and `check_limits`, which raise InputError at the field."""
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from app.core.errors import InputError
+from app.core.limits import HARD_MAX_HEADS, HARD_MAX_TOKENS, HARD_MAX_WIDTH, MAX_MAGNITUDE
+from app.math.attention import WORKED_TOKENS
+from app.math.positional import KINDS, Positional
+
+Number = Annotated[
+    float, Field(strict=True, allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)
+]
+
+
+Row = Annotated[list[Number], Field(min_length=1, max_length=HARD_MAX_WIDTH)]
+
+
+Matrix = Annotated[list[Row], Field(min_length=1, max_length=HARD_MAX_TOKENS)]
+
+
+Token = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+
+
+Width = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_WIDTH)]
+
+
+Flag = Annotated[bool, Field(strict=True)]
+
+
+Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
+
+
+HeadCount = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_HEADS)]
+
+
+Tensor = Annotated[list[Matrix], Field(min_length=1, max_length=HARD_MAX_HEADS)]
+
+
+def field_error(kind: str, message: str, loc: str | tuple[str | int, ...] = ()) -> ValidationError:
+    """A problem found by comparing fields, reported at the field to fix (`loc`, as pydantic
+    reports its own errors) rather than at the whole body. Raised inside a validator, it
+    reaches the caller as it is, loc and all."""
+    line = InitErrorDetails(
+        type=PydanticCustomError(kind, message),
+        loc=(loc,) if isinstance(loc, str) else loc,
+        input=None,
+    )
+    return ValidationError.from_exception_data("request", [line])
+
+
+def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...] = ()) -> int:
+    """The common row length of a matrix, or a clear error at the ragged row (`loc` + (i,))."""
+    width = len(matrix[0])
+    for i, row in enumerate(matrix):
+        if len(row) != width:
+            raise field_error(
+                "ragged_matrix",
+                f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
+                "every row of a matrix needs the same length",
+                (*(loc or (name,)), i),
+            )
+    return width
+
+
+def _positional_kind(value: object) -> object:
+    if value not in KINDS:
+        raise PydanticCustomError(
+            "positional_kind",
+            f"positional is {value!r} but must be one of {', '.join(KINDS)}; "
+            "none leaves order out, sinusoidal adds it to x, rope rotates q and k",
+        )
+    return value
+
+
+PositionalKind = Annotated[Positional, BeforeValidator(_positional_kind)]
+
+
+class MaskSpec(BaseModel):
+    """Restrictions that combine with AND; none at all is bidirectional (an encoder)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    causal: Flag = Field(False, description="Hide every key after the query (a decoder).")
+    padding: list[Flag] | None = Field(
+        None, max_length=HARD_MAX_TOKENS, description="One flag per token: true = padding."
+    )
+    window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
+        None, description="Sliding window w: see keys fewer than w positions away."
+    )
+    allowed: list[Annotated[list[Flag], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
+        None, max_length=HARD_MAX_TOKENS, description="A custom n × n pattern: true = visible."
+    )
+
+
+WORKED_EXAMPLE_REQUEST: dict[str, Any] = {
+    "tokens": ["The", "cat", "sleeps"],
+    "x": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
+    "w_q": [[1.0, 0.5], [0.0, 1.0]],
+    "w_k": [[0.5, 1.0], [1.0, 0.0]],
+    "w_v": [[1.0, -1.0], [0.5, 1.0]],
+    "mask": {"causal": True},
+    "scale": True,
+    "query": 1,
+}
+
+
+class SequenceRequest(BaseModel):
+    """What every attention request shares: the tokens, their vectors, mask, scale, position."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: Annotated[list[Token], Field(min_length=1, max_length=HARD_MAX_TOKENS)] | None = Field(
+        None, description="Token labels; default the worked example's three words."
+    )
+    x: Matrix | None = Field(None, description="n × d_model input rows; generated when omitted.")
+    d_model: Width | None = Field(None, description="Width of generated x rows (default 4).")
+    mask: MaskSpec = Field(
+        default_factory=lambda: MaskSpec(causal=True),
+        description="Omitted: causal, as in the worked example. {}: bidirectional.",
+    )
+    scale: Flag = Field(True, description="Divide Q·Kᵀ by √d_k.")
+    seed: Seed = Field(0, description="Seed for whatever is generated.")
+    positional: PositionalKind = Field(
+        "none",
+        description="none; sinusoidal (PE added to x before the projections); "
+        "rope (q and k rows rotated by position after the projections).",
+    )
+
+    def first_given(self, names: tuple[str, ...], default: str = "") -> str:
+        """The first of these fields the request gives (the one that fixes a width)."""
+        return next((name for name in names if getattr(self, name) is not None), default)
+
+    def given_d_model(self) -> int | None:
+        """d_model as x's width or the d_model field fixes it (subclasses add their own)."""
+        return len(self.x[0]) if self.x is not None else self.d_model
+
+    def _check_x(self) -> None:
+        if self.x is None:
+            return
+        width = matrix_width("x", self.x)
+        n = len(self.tokens or WORKED_TOKENS)
+        if len(self.x) != n:
+            given = (
+                f"there are {n} tokens"
+                if self.tokens is not None
+                else f"tokens was left out, so the worked example's {n} tokens are used"
+            )
+            raise field_error(
+                "shape_mismatch",
+                f"x has {len(self.x)} rows but {given}; give one row of x per token",
+                "x",
+            )
+        if self.d_model is not None and width != self.d_model:
+            raise field_error(
+                "shape_mismatch",
+                f"d_model is {self.d_model} but each x row has {width} numbers; "
+                "leave d_model out or make them agree",
+                "d_model",
+            )
+
+
+def check_limits(
+    n: int,
+    widths: dict[str, int],
+    max_tokens: int,
+    max_width: int,
+    fields: dict[str, str] | None = None,
+) -> None:
+    """The limits set for this server (settings), applied after defaults are filled in.
+
+    `widths` maps d_model, d_k, … to their values; `fields` says which request field set each
+    one (x sets d_model, for example), so the error points at the field to change.
+    """
+    if n > max_tokens:
+        raise InputError(
+            ("tokens",),
+            f"tokens has {n} labels but this server allows at most {max_tokens}; send fewer tokens",
+        )
+    for label, width in widths.items():
+        if width > max_width:
+            field = (fields or {}).get(label, label)
+            said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
+            raise InputError(
+                (field,),
+                f"{said} but this server allows widths up to {max_width}; "
+                + (f"use a smaller {label}" if field == label else f"make {field} narrower"),
+            )
+
+
+def check_mask(mask: MaskSpec, n: int) -> None:
+    """The mask's per-token parts must match the number of tokens."""
+    if mask.padding is not None and len(mask.padding) != n:
+        raise InputError(
+            ("mask", "padding"),
+            f"mask.padding has {len(mask.padding)} flags but there are {n} tokens; "
+            "give one flag per token",
+        )
+    if mask.allowed is not None:
+        rows = mask.allowed
+        if len(rows) != n:
+            raise InputError(
+                ("mask", "allowed"),
+                f"mask.allowed has {len(rows)} rows but there are {n} tokens; it must be "
+                f"{n} × {n}, one row and one column per token",
+            )
+        for i, row in enumerate(rows):
+            if len(row) != n:
+                raise InputError(
+                    ("mask", "allowed", i),
+                    f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
+                    f"it must be {n} × {n}, one row and one column per token",
+                )
+
+
+NumberOrNull = float | None
+
+
+class QueryRow(BaseModel):
+    key_index: int
+    key_token: str
+    dot: float
+    scaled: float
+    visible: bool
+    weight: float
+    weighted_value: list[float]
+
+
+class QueryBreakdown(BaseModel):
+    index: int
+    token: str
+    rows: list[QueryRow]
+    output: list[float]
+
+
+class HeadResponse(BaseModel):
+    """The stage fields of one head."""
+
+    q: list[list[float]]
+    k: list[list[float]]
+    v: list[list[float]]
+    scores: list[list[float]]
+    scaled: list[list[float]]
+    allowed: list[list[bool]]
+    masked: list[list[NumberOrNull]] = Field(description="scaled + M; null where hidden (−∞).")
+    weights: list[list[float]]
+    output: list[list[float]]
+    empty_rows: list[int]

@@ -1,0 +1,145 @@
+"""What every one-head computation shares: the token sequence with its x rows, the mask, the
+stage fields, the key-by-key breakdown of one query, and the shuffle demo of position."""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from app.core.errors import InputError
+from app.features.stages.schemas import MaskSpec, SequenceRequest
+from app.math import attention as att
+from app.math import positional as pos
+from app.math.positional import Positional
+from app.settings import Settings
+
+DEFAULT_D_MODEL = 4
+
+
+def _is_worked_example(req: SequenceRequest, tokens: list[str]) -> bool:
+    """The worked example's numbers apply when the request changes nothing they depend on."""
+    return (
+        tuple(tokens) == att.WORKED_TOKENS
+        and req.seed == 0
+        and req.given_d_model() in (None, att.WORKED_X.shape[1])
+        and (req.x is None or np.array_equal(req.x, att.WORKED_X))
+    )
+
+
+def check_index(name: str, value: int | None, count: int, what: str) -> None:
+    """A 0-based position must name one of the `count` things there are."""
+    if value is not None and value >= count:
+        raise InputError(
+            (name,),
+            f"{name} is {value} but there are {count} {what}, numbered 0 to {count - 1}; "
+            "pick one of those",
+        )
+
+
+def resolve_sequence(req: SequenceRequest) -> tuple[list[str], np.ndarray, bool]:
+    """The tokens, their x rows (given, the worked example's, or generated from the text at
+    the width the request fixes), and whether this is the worked example."""
+    tokens = list(req.tokens) if req.tokens is not None else list(att.WORKED_TOKENS)
+    worked = _is_worked_example(req, tokens)
+    if req.x is not None:
+        x = np.array(req.x, dtype=float)
+    elif worked:
+        x = att.WORKED_X.copy()
+    else:
+        x = att.token_vectors(tokens, req.given_d_model() or DEFAULT_D_MODEL, req.seed)
+    return tokens, x, worked
+
+
+def check_rope(positional: Positional, name: str, width: int) -> None:
+    """RoPE rotates pairs of numbers, so q and k need an even width."""
+    if positional == "rope" and width % 2:
+        raise InputError(
+            ("positional",),
+            f"positional is rope, which rotates q and k in pairs of numbers, but {name} is "
+            f"{width} (odd); choose an even {name} or another positional kind",
+        )
+
+
+def mask_of(spec: MaskSpec, n: int) -> np.ndarray:
+    return att.build_mask(n, spec.causal, spec.padding, spec.window, spec.allowed)
+
+
+def stage_fields(stages: att.HeadStages) -> dict[str, Any]:
+    """The stage fields every head shares (API.md: q … output, empty_rows)."""
+    return {
+        "q": stages.q,
+        "k": stages.k,
+        "v": stages.v,
+        "scores": stages.scores,
+        "scaled": stages.scaled,
+        "allowed": stages.allowed,
+        "masked": stages.masked,
+        "weights": stages.weights,
+        "output": stages.output,
+        "empty_rows": stages.empty_rows,
+    }
+
+
+def query_breakdown(tokens: list[str], fields: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """One query's row, key by key: dot, scaled, visible, weight, weight × value.
+
+    `fields` holds the stage fields (`stage_fields` of a head, or a result dict)."""
+    scores, scaled, allowed, weights, v = (
+        np.asarray(fields[name]) for name in ("scores", "scaled", "allowed", "weights", "v")
+    )
+    weighted = weights[i][:, None] * v  # (n, d_v)
+    rows = [
+        {
+            "key_index": j,
+            "key_token": tokens[j],
+            "dot": float(scores[i, j]),
+            "scaled": float(scaled[i, j]),
+            "visible": bool(allowed[i, j]),
+            "weight": float(weights[i, j]),
+            "weighted_value": weighted[j],
+        }
+        for j in range(len(tokens))
+    ]
+    return {"index": i, "token": tokens[i], "rows": rows, "output": weighted.sum(axis=0)}
+
+
+def shuffled_mask(mask: MaskSpec, perm: np.ndarray) -> MaskSpec:
+    """The mask's per-token parts travel with their tokens; causal and window stay put,
+    because they are defined by position."""
+    update: dict[str, Any] = {}
+    if mask.padding is not None:
+        update["padding"] = [mask.padding[p] for p in perm]
+    if mask.allowed is not None:
+        update["allowed"] = np.asarray(mask.allowed)[np.ix_(perm, perm)].tolist()
+    return mask.model_copy(update=update)
+
+
+def position_demo(
+    req: SequenceRequest,
+    result: dict[str, Any],
+    compute: Callable[[Any, Settings], dict[str, Any]],
+    settings: Settings,
+) -> dict[str, Any]:
+    """Shuffle the tokens (with their x rows and the same weights), compute again, and
+    measure whether the output rows are merely the old rows shuffled the same way; also
+    whether repeated tokens got identical output rows."""
+    tokens = result["tokens"]
+    perm = pos.shuffle_order(len(tokens), req.seed)
+    update: dict[str, Any] = {
+        "tokens": [tokens[p] for p in perm],
+        "x": result["x"][perm].tolist(),
+        "mask": shuffled_mask(req.mask, perm),
+    }
+    update |= {w: result[w].tolist() for w in ("w_q", "w_k", "w_v", "w_o") if w in result}
+    shuffled = compute(req.model_copy(update=update), settings)
+    gap = pos.permutation_gap(result["output"], shuffled["output"], perm)
+    return {
+        "order": perm.tolist(),
+        "tokens": update["tokens"],
+        "output": shuffled["output"],
+        "expected": result["output"][perm],
+        "gap": gap,
+        "equivariant": gap < 1e-9,
+        "position_in_mask": bool(req.mask.causal or req.mask.window is not None),
+        "repeats": pos.repeated_token_gaps(tokens, result["output"]),
+    }

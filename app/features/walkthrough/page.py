@@ -1,0 +1,165 @@
+"""The guided walk-through of one head: x → Q, K, V → Q·Kᵀ → ÷√d_k → + M → softmax → × V → Σ.
+
+One step at a time, on any state of the head lab: the walk-through reads the lab's own URL
+parameters (app/features/lab/state.py) and shows the lab's own stage figures and tables
+(app.views.head_stages), adding only the step it is on, a sentence with that step's numbers,
+and, in "predict first" mode, a guess of one weight that the server checks before revealing it.
+
+    /walkthrough?<the lab's parameters>&step=weights&predict=1&key=0&guess=0.6
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import numpy as np
+
+from app.core.i18n import N_, gettext
+from app.features.lab.page import LabPage, lab_page
+from app.features.stages.page import head_stages
+from app.settings import Settings
+from app.web.figures import heatmap
+
+# (name in the URL, the short label in the step list)
+STEPS: tuple[tuple[str, str], ...] = (
+    ("x", "x"),
+    ("qkv", "Q, K, V"),
+    ("scores", "Q·Kᵀ"),
+    ("scaled", "÷ √d_k"),
+    ("masked", "+ M"),
+    ("weights", "softmax"),
+    ("weighted", "× V"),
+    ("output", "Σ"),
+)
+STEP_NAMES = tuple(name for name, _ in STEPS)
+WALK_PARAMS = ("step", "predict", "key", "guess")
+# How far a guess may be from the weight and still count as close / spot on.
+SPOT_ON = 0.05
+CLOSE = 0.15
+VERDICTS = (
+    (SPOT_ON, N_("Spot on.")),
+    (CLOSE, N_("Close.")),
+    (float("inf"), N_("Not quite.")),
+)
+
+
+@dataclass(frozen=True)
+class Guess:
+    """A student's guess of the weight the query gives one key, and how it went."""
+
+    key: int
+    value: float | None  # None until the student has guessed
+    weight: float
+
+    @property
+    def made(self) -> bool:
+        return self.value is not None
+
+    @property
+    def off_by(self) -> float:
+        return abs((self.value or 0.0) - self.weight)
+
+    @property
+    def verdict(self) -> str:
+        return gettext(next(text for limit, text in VERDICTS if self.off_by <= limit))
+
+
+def _number(text: str | None, low: float, high: float) -> float | None:
+    try:
+        value = float((text or "").replace("−", "-").replace(",", "."))
+    except ValueError:
+        return None
+    return value if np.isfinite(value) and low <= value <= high else None
+
+
+def split_items(
+    items: Iterable[tuple[str, str]],
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The lab's state items, and the walk-through's own parameters (last value wins)."""
+    lab, own = [], {}
+    for key, value in items:
+        if key in WALK_PARAMS:
+            own[key] = value
+        else:
+            lab.append((key, value))
+    return lab, own
+
+
+def input_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Heatmaps of x, Q, K and V (rows are tokens, columns their dimensions)."""
+    tokens = list(result["tokens"])
+    figures = {}
+    for name, title in (("x", "x"), ("q", "Q = x·W_Q"), ("k", "K = x·W_K"), ("v", "V = x·W_V")):
+        matrix = np.asarray(result[name], dtype=float)
+        dims = [f"d{j}" for j in range(matrix.shape[1])]
+        figures[name] = heatmap(
+            matrix,
+            dims,
+            tokens,
+            title,
+            "diverging",
+            x_title=gettext("dimension"),
+            y_title=gettext("token"),
+        )
+    return figures
+
+
+def facts(result: dict[str, Any], query: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the step sentences quote for the selected query (read, not computed)."""
+    rows = query["rows"]
+    visible = [row for row in rows if row["visible"]]
+    best_dot = max(rows, key=lambda row: row["dot"])
+    heaviest = max(visible, key=lambda row: row["weight"]) if visible else None
+    return {
+        "n": len(rows),
+        "visible": len(visible),
+        "hidden": [row["key_token"] for row in rows if not row["visible"]],
+        "best_dot": best_dot,
+        "heaviest": heaviest,
+        "sees_nothing": not visible,
+    }
+
+
+def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) -> dict[str, Any]:
+    """Query items → everything templates/walkthrough.html shows."""
+    lab_items, own = split_items(items)
+    lab: LabPage = lab_page(lab_items, settings)
+    result = lab.result
+    view = head_stages(result)
+    query = view["query"]
+    step = own.get("step") if own.get("step") in STEP_NAMES else STEP_NAMES[0]
+    index = STEP_NAMES.index(step)
+    info = facts(result, query)
+
+    predict = own.get("predict") in ("1", "true", "on")
+    visible_keys = [row["key_index"] for row in query["rows"] if row["visible"]]
+    key = _number(own.get("key"), 0, len(query["rows"]) - 1)
+    key = int(key) if key is not None and int(key) in visible_keys else None
+    if key is None and visible_keys:
+        key = visible_keys[0]
+    guess = None
+    if predict and key is not None:
+        value = _number(own.get("guess"), 0.0, 1.0)
+        guess = Guess(key, value, float(query["rows"][key]["weight"]))
+
+    state = parse_qsl(lab.query, keep_blank_values=True)
+    return {
+        "lab": lab,
+        "state": state,  # the lab's canonical parameters
+        "walk": state + ([("predict", "1")] if predict else []),  # … and the mode
+        "view": view,
+        "stages": {stage["name"]: stage for stage in view["stages"]},
+        "inputs": input_figures(result) if step in ("x", "qkv") else {},
+        "steps": STEPS,
+        "step": step,
+        "index": index,
+        "previous": STEP_NAMES[index - 1] if index > 0 else None,
+        "next": STEP_NAMES[index + 1] if index + 1 < len(STEPS) else None,
+        "facts": info,
+        "predict": predict,
+        "guess": guess,
+        "visible_keys": visible_keys,
+        # Hold the weights back until the student has guessed.
+        "hold_back": step == "weights" and guess is not None and not guess.made,
+    }

@@ -1,0 +1,251 @@
+"""Classroom state of a page view, all of it in the URL: language, presenter mode, embed, lesson.
+
+Every page understands the same few parameters:
+    lang=es          the language chosen with the switch (else Accept-Language decides)
+    present=1        presenter mode: big type, thick heatmap cells, high contrast
+    embed=1          the page without the site's header and footer, for an iframe
+    lesson=<slug>    a built-in lesson's text above the page (app/core/lessons.py)
+    lesson_title, lesson_text   a teacher's own lesson text, carried the same way
+
+`ClassroomMiddleware` takes them out of the query string before any route sees it (so a page's
+own parameter parsing never meets them), serves the request in its language, and puts the
+view back into every local link, GET form and redirect of the answer, so a student who
+follows a link or changes a form stays in the language, mode and lesson the teacher handed
+out, on every page, without any page doing anything. `Classroom` (in every template as
+`classroom`) says which modes are on and builds the header's toggles.
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import unescape
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from fastapi import Request
+from markupsafe import Markup, escape
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.i18n import LOCALES, current_locale, negotiate, use_locale
+from app.core.lessons import Lesson, custom_lesson, lesson_by_slug
+
+VIEW_PARAMS = ("lang", "present", "embed")
+LESSON_PARAMS = ("lesson", "lesson_title", "lesson_text")
+CLASSROOM_PARAMS = VIEW_PARAMS + LESSON_PARAMS
+SCOPE_KEY = "classroom_params"
+
+Pairs = Sequence[tuple[str, str]]
+
+
+def flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "on", "yes")
+
+
+def _get(pairs: Pairs, name: str) -> str | None:
+    return next((v for k, v in pairs if k == name), None)
+
+
+def url(path: str, pairs: Pairs = ()) -> str:
+    """A path with its query parameters (a template global)."""
+    return path + ("?" + urlencode([(k, str(v)) for k, v in pairs]) if pairs else "")
+
+
+def hidden(pairs: Pairs) -> Markup:
+    """Hidden inputs that send `pairs` with a GET form (a template global)."""
+    return Markup("").join(
+        Markup('<input type="hidden" name="{}" value="{}">').format(k, v) for k, v in pairs
+    )
+
+
+@dataclass(frozen=True)
+class Classroom:
+    """How one request wants its page shown, and the URLs that keep it that way."""
+
+    path: str
+    state: tuple[tuple[str, str], ...]  # the page's own parameters (its form fields)
+    classroom: tuple[tuple[str, str], ...]  # the classroom parameters of the URL
+    lang: str  # the locale the page is rendered in
+
+    @classmethod
+    def from_request(cls, request: Request) -> "Classroom":
+        return cls(
+            path=request.url.path,
+            state=tuple(request.query_params.multi_items()),
+            classroom=tuple(request.scope.get(SCOPE_KEY, ())),
+            lang=current_locale(),
+        )
+
+    @property
+    def present(self) -> bool:
+        return flag(_get(self.classroom, "present"))
+
+    @property
+    def embed(self) -> bool:
+        return flag(_get(self.classroom, "embed"))
+
+    @property
+    def lesson(self) -> Lesson | None:
+        return lesson_by_slug(_get(self.classroom, "lesson")) or custom_lesson(
+            _get(self.classroom, "lesson_title"), _get(self.classroom, "lesson_text")
+        )
+
+    @property
+    def body_class(self) -> str:
+        """The <body> classes that switch the stylesheet's modes (no JavaScript needed)."""
+        return " ".join(name for name in ("present", "embed") if getattr(self, name))
+
+    def view_params(self) -> list[tuple[str, str]]:
+        """The parameters every link keeps: the chosen language, presenter mode, embed."""
+        lang = _get(self.classroom, "lang")
+        kept = [("lang", lang)] if lang in LOCALES else []
+        return kept + [(name, "1") for name in ("present", "embed") if getattr(self, name)]
+
+    def lesson_params(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in self.classroom if k in LESSON_PARAMS]
+
+    def here(self, **changes: str | None) -> str:
+        """This very URL with some classroom parameters replaced (None removes one). Links
+        built with it that drop a parameter are marked `data-exact` (nothing is added)."""
+        kept = [(k, v) for k, v in self.classroom if k not in changes]
+        added = [(k, v) for k, v in changes.items() if v is not None]
+        return url(self.path, [*self.state, *kept, *added])
+
+    def without_lesson(self) -> str:
+        return url(self.path, self.state)
+
+    @property
+    def carry(self) -> str:
+        """The view and lesson parameters as a query string, for a script that rewrites the
+        address bar (`data-carry` on <body>)."""
+        return urlencode(self.view_params() + self.lesson_params())
+
+    def state_fields(self) -> Markup:
+        """Hidden inputs with the page's state and view (the lesson maker's form)."""
+        return hidden([*self.state, *self.view_params()])
+
+
+def embed_src(src: str | None) -> str | None:
+    """A page of this site (a path with its query) as an iframe shows it: with `embed=1`.
+
+    Only local paths are accepted, so the embed page never frames another site."""
+    parts = urlsplit(src or "")
+    if parts.scheme or parts.netloc or not parts.path.startswith("/") or "\\" in parts.path:
+        return None
+    pairs = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "embed"]
+    return url(parts.path, [*pairs, ("embed", "1")])
+
+
+def classroom_context(request: Request) -> dict[str, Any]:
+    """Template context for every page: `classroom` and the page's `lang`."""
+    classroom = Classroom.from_request(request)
+    return {"classroom": classroom, "lang": classroom.lang}
+
+
+# ------------------------------------------------------------ carrying the view through a page
+
+A_TAG = re.compile(r"<a\b[^>]*>", re.IGNORECASE)
+FORM_TAG = re.compile(r"<form\b[^>]*>", re.IGNORECASE)
+HREF = re.compile(r'\bhref="([^"]*)"')
+ACTION = re.compile(r'\baction="([^"]*)"')
+METHOD = re.compile(r'\bmethod="([^"]*)"', re.IGNORECASE)
+
+
+def is_local(target: str) -> bool:
+    parts = urlsplit(target)
+    return not parts.scheme and not parts.netloc and target.startswith("/")
+
+
+def with_params(target: str, pairs: Pairs) -> str:
+    """`target` with the pairs whose names it does not set already (fragment kept)."""
+    parts = urlsplit(target)
+    own = parse_qsl(parts.query, keep_blank_values=True)
+    names = {k for k, _ in own}
+    added = [(k, v) for k, v in pairs if k not in names]
+    if not added:
+        return target
+    query = urlencode([*own, *added])
+    return parts.path + "?" + query + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+def carry_through(html: str, view: Pairs, lesson: Pairs, path: str) -> str:
+    """Every local link of a page keeps the view (language, presenter mode, embed) and every
+    GET form keeps the view, plus the lesson when it stays on this page. A tag marked
+    `data-exact` is left as written (a toggle that drops a parameter on purpose)."""
+
+    def link(match: re.Match[str]) -> str:
+        tag = match.group(0)
+        href = HREF.search(tag)
+        if "data-exact" in tag or not href or not is_local(unescape(href.group(1))):
+            return tag
+        target = str(escape(with_params(unescape(href.group(1)), view)))
+        return tag[: href.start(1)] + target + tag[href.end(1) :]
+
+    def form(match: re.Match[str]) -> str:
+        tag = match.group(0)
+        method = METHOD.search(tag)
+        action = ACTION.search(tag)
+        target = unescape(action.group(1)) if action else path
+        if "data-exact" in tag or (method and method.group(1).lower() != "get"):
+            return tag
+        if not is_local(target):
+            return tag
+        same_page = urlsplit(target).path == path
+        return tag + str(hidden([*view, *(lesson if same_page else ())]))
+
+    return FORM_TAG.sub(form, A_TAG.sub(link, html))
+
+
+class ClassroomMiddleware:
+    """Lift the classroom parameters out of the query string, serve the request in its
+    language, and carry the view through the answer's links, forms and redirects.
+
+    Pure ASGI (no extra task), so the locale set here is the one the route renders in; each
+    request has its own task and context, so concurrent readers keep their own languages.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        lifted = [(k, v) for k, v in pairs if k in CLASSROOM_PARAMS]
+        if lifted:
+            rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
+            scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
+        locale = negotiate(_get(lifted, "lang"), Headers(scope=scope).get("accept-language"))
+        classroom = Classroom(scope["path"], (), tuple(lifted), locale)
+        view, lesson = classroom.view_params(), classroom.lesson_params()
+        held: list[Message] = []  # an HTML answer's start and body, while links get the view
+
+        async def send_in_view(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                location = headers.get("location", "")
+                if (view or lesson) and is_local(location):
+                    same = urlsplit(location).path == scope["path"]
+                    headers["location"] = with_params(location, [*view, *(lesson if same else ())])
+                html = headers.get("content-type", "").startswith("text/html")
+                if html:  # pages are in the reader's language; data and assets are not
+                    headers.setdefault("content-language", locale)
+                    headers.add_vary_header("Accept-Language")
+                if (view or lesson) and html and "content-encoding" not in headers:
+                    held.append(message)
+                    return
+            elif message["type"] == "http.response.body" and held:
+                held.append(message)
+                if message.get("more_body"):
+                    return
+                start, *chunks = held
+                page = b"".join(m.get("body", b"") for m in chunks).decode("utf-8")
+                body = carry_through(page, view, lesson, scope["path"]).encode("utf-8")
+                MutableHeaders(scope=start)["content-length"] = str(len(body))
+                await send(start)
+                message = {"type": "http.response.body", "body": body}
+            await send(message)
+
+        with use_locale(locale):
+            await self.app(scope, receive, send_in_view)

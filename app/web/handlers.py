@@ -1,0 +1,51 @@
+"""The one place that turns typed errors into answers: 422 with FastAPI's usual body, 503, and
+HTTP errors. Every input problem leaves as a 422 whose `msg` starts with the field it is about."""
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from app.core.errors import (
+    UNREADABLE_BODY,
+    BusyError,
+    InputError,
+    ModelUnavailableError,
+    validation_errors,
+)
+from app.web.json_io import JSONResponse
+
+
+def invalid_input(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
+    """The 422 answer; the messages also go into the request's log line (app.requestlog)."""
+    request.state.invalid = [e["msg"] for e in errors]
+    return JSONResponse({"detail": errors}, status_code=422)
+
+
+async def request_validation_handler(request: Request, exc: RequestValidationError) -> Any:
+    return invalid_input(request, validation_errors(exc.errors()))
+
+
+async def input_error_handler(request: Request, exc: InputError) -> Any:
+    error = {"loc": [exc.source, *exc.loc], "msg": exc.msg, "type": "value_error"}
+    return invalid_input(request, [error])
+
+
+async def busy_handler(request: Request, exc: BusyError) -> Any:
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
+
+
+async def model_unavailable_handler(request: Request, exc: ModelUnavailableError) -> Any:
+    return JSONResponse({"detail": exc.msg}, status_code=503)
+
+
+async def http_error_handler(request: Request, exc: HTTPException) -> Any:
+    if exc.status_code == 400:
+        # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): input a student
+        # can fix, so it answers like every other input problem.
+        return invalid_input(
+            request, [{"loc": ["body"], "msg": UNREADABLE_BODY, "type": "json_invalid"}]
+        )
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)

@@ -1,0 +1,1 @@
+"""The ASGI layers that wrap every request: cache, size limits, request log, security headers."""

@@ -1,0 +1,56 @@
+"""Refuse an oversized request before anything reads or parses it: a body over the cap gets
+413, a query string (a page's state) over its cap gets 414."""
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.web.json_io import JSONResponse
+
+
+def too_large_message(max_bytes: int) -> str:
+    return f"The request body is larger than {max_bytes:,} bytes; send a smaller one."
+
+
+def too_long_message(max_bytes: int) -> str:
+    return (
+        f"The address is longer than {max_bytes:,} bytes; use the API with a JSON body "
+        "for inputs this large."
+    )
+
+
+class BodySizeLimit:
+    """Pure ASGI middleware: checks the query string and Content-Length up front, and counts
+    streamed chunks."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, max_query: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.max_query = max_query
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if len(scope.get("query_string", b"")) > self.max_query:
+            response = JSONResponse({"detail": too_long_message(self.max_query)}, status_code=414)
+            await response(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            response = JSONResponse({"detail": too_large_message(self.max_bytes)}, status_code=413)
+            await response(scope, receive, send)
+            return
+
+        received = 0
+
+        async def counting_receive() -> Message:
+            # A chunked body has no Content-Length: count it as it arrives.
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise HTTPException(413, too_large_message(self.max_bytes))
+            return message
+
+        await self.app(scope, counting_receive, send)

@@ -1,0 +1,88 @@
+"""The Jinja environment: templates from templates/, translated, and formatting filters.
+
+Templates only format finished values; these filters are the formatting. `_()` in a template
+translates into the request's language (app/core/i18n.py); every page also gets `classroom`, the
+language, presenter, embed and lesson state of its URL (app/web/classroom.py).
+"""
+
+import hashlib
+from functools import lru_cache
+from typing import Any
+
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from app import STATIC_DIR, TEMPLATES_DIR
+from app.core import i18n
+from app.web.assets import PLOTLY_URL
+from app.web.classroom import classroom_context, hidden, url
+from app.web.figures import fmt
+from app.web.json_io import dumps
+from app.web.nav import NAV
+
+
+def fmt_vector(values: Any, digits: int = 2) -> str:
+    return "[" + ", ".join(fmt(v, digits) for v in values) + "]"
+
+
+def fmt_int(value: Any) -> str:
+    """An exact count grouped as the reader's language groups it: 16,777,216 in English,
+    16.777.216 in Spanish."""
+    if value is None:
+        return "—"
+    return i18n.format_number(value if isinstance(value, int) else float(value), 0)
+
+
+SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
+
+
+def fmt_si(value: Any, unit: str = "") -> str:
+    """A large count in powers of 1000, as FLOPs are counted: 8.59 G, 1.2 T (never 2¹⁰)."""
+    number = float(value)
+    power = 0
+    while abs(number) >= 1000 and power + 1 < len(SI_PREFIXES):
+        number /= 1000
+        power += 1
+    text = f"{number:.3g}" if power else f"{number:g}"
+    return f"{text} {SI_PREFIXES[power]}{unit}".strip()
+
+
+@lru_cache(maxsize=64)
+def static_url(path: str) -> str:
+    """A URL under /static with a content hash, so browsers may cache it for good."""
+    digest = hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
+    return f"/static/{path}?v={digest}"
+
+
+def json_data(value: Any) -> Markup:
+    """JSON for a <script type="application/json"> data block, safe against </script>."""
+    text = dumps(value).decode()
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+environment = Environment(
+    loader=FileSystemLoader(TEMPLATES_DIR),
+    autoescape=select_autoescape(default=True),
+    extensions=["jinja2.ext.i18n"],
+)
+environment.install_gettext_callables(  # type: ignore[attr-defined]
+    i18n.gettext, i18n.ngettext, newstyle=True
+)
+environment.filters.update(
+    fmt=fmt,
+    fmt_vector=fmt_vector,
+    json_data=json_data,
+    fmt_int=fmt_int,
+    fmt_si=fmt_si,
+    number=i18n.format_number,
+)
+environment.globals.update(
+    nav=NAV,
+    plotly_url=PLOTLY_URL,
+    static_url=static_url,
+    locales=i18n.LOCALES,
+    url=url,
+    hidden=hidden,
+)
+templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

@@ -1,0 +1,148 @@
+"""The heads page and the lab's position demo, as views compute them for a URL."""
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from fastapi.testclient import TestClient
+
+from app.features.heads.page import HeadsForm, gqa_kv_heads, heads_page, snap_kv_heads
+from app.features.lab.page import LabPage, lab_page
+from app.features.lab.schemas import AttentionRequest
+from app.features.lab.service import compute_attention
+from app.features.stages.schemas import MaskSpec
+from app.features.stages.service import position_demo
+from app.settings import Settings
+
+
+def page(**params: Any) -> dict[str, Any]:
+    return heads_page({k: str(v) for k, v in params.items()}, Settings())
+
+
+@pytest.mark.parametrize(
+    ("heads", "expected"), [(1, None), (2, None), (4, 2), (8, 2), (9, 3), (7, None)]
+)
+def test_gqa_preset_uses_the_fewest_groups_above_one(heads: int, expected: int | None) -> None:
+    assert gqa_kv_heads(heads) == expected
+
+
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "preset", "expected", "noted"),
+    [
+        (8, 2, "mha", 8, False),
+        (8, 8, "gqa", 2, False),
+        (8, 2, "mqa", 1, False),
+        (6, 4, None, 3, True),  # 4 does not divide 6: the nearest divisor below
+        (4, 9, None, 4, True),
+        (4, 2, None, 2, False),
+    ],
+)
+def test_presets_and_divisors(
+    heads: int, kv_heads: int, preset: str | None, expected: int, noted: bool
+) -> None:
+    form, note = snap_kv_heads(HeadsForm(heads=heads, kv_heads=kv_heads, preset=preset))
+    assert form.kv_heads == expected
+    assert heads % form.kv_heads == 0
+    assert (note is not None) is noted
+    assert "preset" not in form.params()
+
+
+def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
+    context = page(heads=8, kv_heads=2)
+    assert context["groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert [s["kv_head"] for s in context["result"]["heads"]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert len(context["figures"]["thumbs"]) == 8
+    assert "head=5" in context["head_urls"][5]
+
+
+def test_every_figure_of_the_page_is_valid_plotly() -> None:
+    figures = page(positional="rope")["figures"]
+    for fig in [*figures["thumbs"], *(stage["fig"] for stage in figures["view"]["stages"])]:
+        go.Figure(fig)
+    for name in ("concat", "w_o", "output"):
+        go.Figure(figures[name])
+
+
+def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
+    context = page(text="the cat sat on the mat", mask="bidirectional", positional="none")
+    demo, result = context["demo"], context["result"]
+    assert demo["equivariant"]
+    assert demo["gap"] < 1e-9
+    assert sorted(demo["order"]) == list(range(6)) != demo["order"]
+    # the shuffled output row of each token is that token's old row
+    for j, p in enumerate(demo["order"]):
+        np.testing.assert_allclose(demo["output"][j], result["output"][p], atol=1e-9)
+    (the,) = demo["repeats"]
+    assert (the["token"], the["positions"], the["gap"]) == ("the", [0, 4], 0.0)
+
+
+@pytest.mark.parametrize(
+    ("positional", "mask"),
+    [("sinusoidal", "bidirectional"), ("rope", "bidirectional"), ("none", "causal")],
+)
+def test_position_information_breaks_the_symmetry(positional: str, mask: str) -> None:
+    demo = page(text="the cat sat on the mat", mask=mask, positional=positional)["demo"]
+    assert not demo["equivariant"]
+    assert demo["gap"] > 1e-3
+    assert demo["repeats"][0]["gap"] > 1e-3  # the two "the" now differ
+    assert demo["position_in_mask"] is (mask == "causal")
+
+
+@pytest.mark.parametrize(
+    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
+)
+def test_shuffle_demo_for_one_head_as_the_lab_computes_it(
+    positional: str, equivariant: bool
+) -> None:
+    req = AttentionRequest(
+        tokens=["a", "b", "a", "c"],
+        mask=MaskSpec(padding=[False, False, False, True]),
+        positional=positional,
+    )
+    result = compute_attention(req, Settings())
+    demo = position_demo(req, result, compute_attention, Settings())
+    assert demo["equivariant"] is equivariant
+    assert (demo["repeats"][0]["gap"] < 1e-12) is equivariant
+
+
+def test_page_problems_become_messages_not_errors() -> None:
+    assert page(d_head=3, positional="rope")["errors"] == [
+        "positional is rope, which rotates q and k in pairs of numbers, but d_head is 3 (odd); "
+        "choose an even d_head or another positional kind"
+    ]
+    assert page(heads="many")["errors"][0].startswith("heads must be a whole number")
+    assert page(text="   ")["errors"][0].startswith("text is empty")
+    assert page(text=" ".join(["w"] * 33))["errors"][0].startswith("text has 33 tokens")
+
+
+# ---------------------------------------------------------------- position on the head lab
+
+
+def lab(**params: str) -> LabPage:
+    return lab_page(list(params.items()), Settings())
+
+
+@pytest.mark.parametrize(
+    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
+)
+def test_the_lab_shows_whether_shuffling_changes_the_output(
+    positional: str, equivariant: bool
+) -> None:
+    page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
+    assert page.ok
+    assert page.result["positional"] == positional
+    assert page.demo is not None
+    assert page.demo["equivariant"] is equivariant
+    assert [r["token"] for r in page.demo["repeats"]] == ["the", "cat"]
+    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo["repeats"])
+    assert (("positional", positional) in page.params) is (positional != "none")
+
+
+def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
+    assert lab(positional="learned").problems == [
+        "positional: “learned” is not one of none, sinusoidal, rope"
+    ]
+    response = client.get("/?tokens=a+b&d_k=3&positional=rope")
+    assert response.status_code == 422
+    assert "d_k is 3 (odd)" in response.text

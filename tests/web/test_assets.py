@@ -1,0 +1,20 @@
+"""Browser libraries served from installed packages: versioned, gzipped on request, cached."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.web.assets import FILES, ONE_YEAR
+
+
+@pytest.mark.parametrize("url", list(FILES))
+def test_a_packaged_library_is_served_gzipped_and_cached(client: TestClient, url: str) -> None:
+    path, media_type = FILES[url]
+    plain = client.get(url, headers={"accept-encoding": "identity"})
+    assert plain.status_code == 200
+    assert plain.headers["content-type"].startswith(media_type)
+    assert plain.headers["cache-control"] == ONE_YEAR
+    assert plain.content == path.read_bytes()
+    packed = client.get(url, headers={"accept-encoding": "gzip"})
+    assert packed.headers["content-encoding"] == "gzip"
+    assert int(packed.headers["content-length"]) < len(plain.content) / 2
+    assert packed.content == plain.content  # httpx undoes the gzip

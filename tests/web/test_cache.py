@@ -1,0 +1,133 @@
+"""The response cache: opt-in per route, bounded in bytes, least recently used out first,
+one per app, replayed before routing."""
+
+import pytest
+from fastapi import Depends
+from fastapi.testclient import TestClient
+
+from app.features.lab import routes as lab_routes
+from app.main import create_app
+from app.settings import Settings
+from app.web.middleware.cache import Answer, ResponseCache, cacheable
+
+
+def key(name: str) -> tuple:
+    return ("POST", "/p", b"", b"", b"", name.encode())
+
+
+def test_the_least_recently_used_answer_leaves_first_when_full() -> None:
+    cache = ResponseCache(max_bytes=10, max_entry_bytes=10)
+    a, b, c = (Answer((), body * 4) for body in (b"a", b"b", b"c"))
+    cache.put(key("a"), a)
+    cache.put(key("b"), b)
+    assert cache.get(key("a")) == a  # a is now the most recently used
+    cache.put(key("c"), c)
+    assert (cache.get(key("a")), cache.get(key("b")), cache.get(key("c"))) == (a, None, c)
+    assert cache.size == 8
+
+
+def test_an_answer_larger_than_an_entry_may_be_is_not_kept() -> None:
+    cache = ResponseCache(max_bytes=100, max_entry_bytes=3)
+    cache.put(key("big"), Answer((), b"1234"))
+    assert cache.get(key("big")) is None
+    assert cache.size == 0
+
+
+def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache: ResponseCache = client.app.state.response_cache
+    computed = []
+    original = lab_routes.compute_attention
+
+    def counted(*args: object) -> object:
+        computed.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(lab_routes, "compute_attention", counted)
+    first = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
+    assert len(cache.entries) == 1
+    assert ("POST", "/api/attention") in cache.routes
+    second = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
+    assert first.content == second.content
+    assert second.headers["content-type"] == "application/json"
+    assert second.headers["content-security-policy"]
+    assert second.headers["x-request-id"] != first.headers["x-request-id"]
+    assert len(computed) == 1
+    other = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 4})
+    assert other.content != first.content
+    assert len(computed) == 2
+
+
+def test_a_replayed_answer_is_compressed_like_the_first(client: TestClient) -> None:
+    body = {"tokens": ["a", "b", "c", "d", "e", "f"]}  # an answer above gzip's minimum size
+    answers = [client.post("/api/attention", json=body) for _ in range(3)]
+    assert {a.headers["content-encoding"] for a in answers} == {"gzip"}
+    assert answers[0].json() == answers[1].json() == answers[2].json()
+
+
+@pytest.mark.parametrize(
+    "headers", [{"accept-language": "es"}, {"cookie": "lang=es"}], ids=["language", "cookie"]
+)
+def test_pages_are_kept_apart_by_language_and_cookie(
+    client: TestClient, headers: dict[str, str]
+) -> None:
+    client.get("/")
+    client.get("/", headers=headers)
+    assert len(client.app.state.response_cache.entries) == 2
+
+
+def test_routes_that_did_not_opt_in_are_never_kept(client: TestClient) -> None:
+    client.get("/healthz")
+    client.get("/openapi.json")
+    cache: ResponseCache = client.app.state.response_cache
+    assert cache.entries == {}
+    assert cache.routes == set()
+
+
+def test_any_route_opts_in_with_the_dependency() -> None:
+    app = create_app(Settings())
+    calls = []
+
+    @app.get("/count", dependencies=[Depends(cacheable)])
+    def count(n: int = 0) -> dict[str, int]:
+        calls.append(n)
+        return {"n": n}
+
+    with TestClient(app) as client:
+        answers = [client.get("/count?n=1").json() for _ in range(3)] + [
+            client.get("/count?n=2").json()
+        ]
+    assert answers == [{"n": 1}, {"n": 1}, {"n": 1}, {"n": 2}]
+    assert calls == [1, 2]
+
+
+def test_each_app_has_its_own_cache_so_its_own_limits_apply() -> None:
+    body = {"tokens": ["a", "b", "c"]}
+    with TestClient(create_app(Settings())) as roomy:
+        assert roomy.post("/api/attention", json=body).status_code == 200
+    with TestClient(create_app(Settings(max_tokens=2))) as strict:
+        assert strict.post("/api/attention", json=body).status_code == 422
+
+
+def test_invalid_requests_are_not_kept(client: TestClient) -> None:
+    client.post("/api/attention", json={})
+    for _ in range(2):
+        response = client.post("/api/attention", json={"tokens": ["a"], "query": 3})
+        assert response.status_code == 422
+    assert len(client.app.state.response_cache.entries) == 1
+
+
+def test_a_chunked_body_goes_through_the_app(client: TestClient) -> None:
+    client.post("/api/attention", json={})
+    response = client.post(
+        "/api/attention", content=iter([b"{", b"}"]), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    assert response.json()["tokens"] == ["The", "cat", "sleeps"]
+
+
+def test_a_zero_budget_turns_caching_off() -> None:
+    with TestClient(create_app(Settings(response_cache_bytes=0))) as client:
+        client.post("/api/attention", json={})
+        assert client.app.state.response_cache.entries == {}

@@ -1,0 +1,186 @@
+"""Translations: every extracted string has Spanish, pages speak the reader's language, and
+concurrent readers in different languages never see each other's words."""
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.pofile import read_po
+
+from app import ROOT
+from app.core.i18n import (
+    LOCALES,
+    accepted_locales,
+    catalog_path,
+    format_number,
+    gettext,
+    negotiate,
+    use_locale,
+)
+from app.main import create_app
+from app.web.nav import NAV
+
+
+def extracted_messages() -> set[str]:
+    """What `make messages` (pybabel extract -F babel.cfg) finds, extracted in-process."""
+    with (ROOT / "babel.cfg").open() as cfg:
+        method_map, options_map = parse_mapping_cfg(cfg)
+    found = extract_from_dir(ROOT, method_map, options_map, keywords=DEFAULT_KEYWORDS)
+    ids = set()
+    for _filename, _lineno, message, _comments, _context in found:
+        ids.update(message if isinstance(message, tuple) else (message,))
+    return {m for m in ids if m}
+
+
+@pytest.fixture(scope="module")
+def spanish():
+    with catalog_path("es").open("rb") as po:
+        return read_po(po, locale="es")
+
+
+def test_extraction_finds_the_templates_and_the_app() -> None:
+    found = extracted_messages()
+    assert {"Attention Lab", "Presenter mode", "Head lab", "The worked example"} <= found
+
+
+def test_spanish_catalog_translates_every_extracted_message(spanish) -> None:
+    """Fails after new strings: run `make messages`, then translate the empty msgstr."""
+    missing = sorted(
+        m
+        for m in extracted_messages()
+        if m not in spanish or not spanish[m].string or spanish[m].fuzzy
+    )
+    assert missing == []
+
+
+def test_spanish_catalog_keeps_every_placeholder(spanish) -> None:
+    problems = [(m.id, [str(e) for e in errors]) for m, errors in spanish.check() if errors]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("lang", "header", "expected"),
+    [
+        (None, None, "en"),
+        (None, "es-MX,es;q=0.9,en;q=0.8", "es"),
+        (None, "fr-CH, fr;q=0.9, es;q=0.8, *;q=0.5", "es"),
+        (None, "de, en;q=0.5, es;q=0.4", "en"),
+        (None, "es;q=0, en", "en"),
+        (None, "es;q=banana", "en"),
+        ("es", "en", "es"),
+        ("en", "es", "en"),
+        ("xx", "es", "es"),
+    ],
+)
+def test_negotiate_prefers_the_switch_then_the_browser(lang, header, expected) -> None:
+    assert negotiate(lang, header) == expected
+
+
+def test_accept_language_orders_by_quality_then_position() -> None:
+    assert accepted_locales("en;q=0.5, es-AR, de;q=0.5") == ["es", "en", "de"]
+
+
+@pytest.mark.parametrize(
+    ("locale", "value", "digits", "text"),
+    [
+        ("en", 16_777_216, None, "16,777,216"),
+        ("es", 16_777_216, None, "16.777.216"),
+        ("en", 0.5, 2, "0.50"),
+        ("es", 0.5, 2, "0,50"),
+        ("es", 1234.5, 0, "1.234"),  # rounded half to even
+    ],
+)
+def test_format_number_follows_the_locale(locale, value, digits, text) -> None:
+    with use_locale(locale):
+        assert format_number(value, digits) == text
+
+
+def test_python_strings_translate_in_the_current_locale() -> None:
+    with use_locale("es"):
+        assert gettext("Presenter mode") == "Modo presentación"
+    assert gettext("Presenter mode") == "Presenter mode"
+
+
+def test_lang_parameter_renders_spanish(client) -> None:
+    page = client.get("/", params={"lang": "es"})
+    assert page.status_code == 200
+    assert '<html lang="es">' in page.text
+    assert "Una cabeza de atención, etapa por etapa" in page.text
+    assert "Modo presentación" in page.text
+    assert page.headers["content-language"] == "es"
+
+
+def test_accept_language_renders_spanish_and_varies(client) -> None:
+    page = client.get("/", headers={"accept-language": "es-ES,es;q=0.9"})
+    assert "Vectores de los tokens" in page.text
+    assert "accept-language" in page.headers["vary"].lower()
+
+
+def test_english_is_the_default(client) -> None:
+    page = client.get("/")
+    assert '<html lang="en">' in page.text
+    assert "One attention head, every stage" in page.text
+
+
+def test_language_switch_keeps_the_page_state(client) -> None:
+    page = client.get("/", params={"present": "1"})
+    assert 'href="/?present=1&amp;lang=es" hreflang="es"' in page.text
+    assert set(LOCALES) == {"en", "es"}
+
+
+def test_concurrent_readers_keep_their_own_language() -> None:
+    """Forty requests in flight at once, alternating languages: none answers in the other."""
+
+    async def run() -> list[tuple[str, str]]:
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+
+            async def fetch(lang: str) -> tuple[str, str]:
+                page = await client.get("/", params={"lang": lang})
+                return lang, page.text
+
+            return await asyncio.gather(*(fetch(("en", "es")[i % 2]) for i in range(40)))
+
+    # Its own thread: the browser tests' Playwright may hold this thread's event loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answers = pool.submit(asyncio.run, run()).result()
+    for lang, text in answers:
+        spanish_title = "Una cabeza de atención" in text
+        assert spanish_title == (lang == "es"), lang
+        assert f'<html lang="{lang}">' in text
+
+
+@pytest.mark.parametrize(("lang", "entries"), [("en", "17,179,869,184"), ("es", "17.179.869.184")])
+def test_cost_page_groups_digits_for_the_reader(client, lang, entries) -> None:
+    page = client.get("/cost", params={"seq_len": "131072", "lang": lang})
+    assert page.status_code == 200
+    assert entries in page.text
+
+
+@pytest.mark.parametrize("path", [path for path, _ in NAV])
+def test_every_page_renders_in_spanish(client, path) -> None:
+    page = client.get(path, params={"lang": "es", "present": "1"})
+    assert page.status_code == 200
+    assert '<html lang="es">' in page.text
+    assert "Modo presentación" not in page.text  # the toggle now offers to leave it
+    assert "Salir del modo presentación" in page.text
+
+
+def test_only_pages_vary_by_language(client) -> None:
+    assert "accept-language" in client.get("/lessons").headers["vary"].lower()
+    api = client.post("/api/attention", json={}, headers={"accept-language": "es"})
+    assert "accept-language" not in api.headers.get("vary", "").lower()
+    assert "content-language" not in api.headers
+
+
+def test_a_page_answered_in_one_language_is_not_replayed_in_another(client) -> None:
+    """Pages may be kept and replayed (a response cache): the language is part of the key."""
+    for _ in range(2):
+        assert "One attention head" in client.get("/").text
+        assert "Una cabeza de atención" in client.get("/", params={"lang": "es"}).text
+        assert "Una cabeza de atención" in client.get("/", headers={"accept-language": "es"}).text
+        present = client.get("/", params={"present": "1"}).text
+        assert '<body class="present"' in present

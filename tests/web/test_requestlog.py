@@ -1,0 +1,90 @@
+"""One JSON line per request on stdout; 422s at info, unexpected errors at error with the id
+the user sees."""
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.web.middleware.requestlog import INCOMING_ID, configure_logging
+from tests.web.test_security import failing_app
+
+
+def lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def request_lines(text: str) -> list[dict]:
+    return [line for line in lines(text) if line["logger"] == "attention_lab.requests"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("GET", "/healthz", None, 200),
+        ("POST", "/api/attention", {}, 200),
+        ("POST", "/api/attention", {"tokens": []}, 422),
+        ("GET", "/no-such-page", None, 404),
+    ],
+)
+def test_one_json_line_per_request_on_stdout(
+    client: TestClient, capsys: pytest.CaptureFixture[str], method, path, body, status
+) -> None:
+    capsys.readouterr()
+    response = client.request(method, path, json=body)
+    [line] = request_lines(capsys.readouterr().out)
+    assert response.status_code == status
+    assert line["level"] == "info"
+    assert (line["method"], line["path"], line["status"]) == (method, path, status)
+    assert 0 <= line["duration_ms"] < 10_000
+    assert line["request_id"] == response.headers["x-request-id"]
+
+
+def test_a_validation_failure_is_logged_at_info_with_its_messages(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    response = client.post("/api/attention", json={"tokens": ["a"], "query": 3})
+    [line] = request_lines(capsys.readouterr().out)
+    assert (line["level"], line["status"]) == ("info", 422)
+    assert line["invalid"] == [e["msg"] for e in response.json()["detail"]]
+    assert line["invalid"][0].startswith("query is 3")
+
+
+def test_the_log_level_setting_silences_request_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with TestClient(create_app(Settings(log_level="warning"))) as client:
+        capsys.readouterr()
+        client.get("/healthz")
+    assert request_lines(capsys.readouterr().out) == []
+    configure_logging("info")
+
+
+def test_an_unexpected_error_is_logged_at_error_with_the_id_the_user_sees(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with TestClient(failing_app(), raise_server_exceptions=False) as client:
+        capsys.readouterr()
+        response = client.get("/boom")
+    [line] = request_lines(capsys.readouterr().out)
+    assert line["level"] == "error"
+    assert line["status"] == 500
+    assert line["request_id"] == response.headers["x-request-id"]
+    assert line["request_id"] in response.json()["detail"]
+    assert "RuntimeError: database password" in line["exception"]
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [("proxy-id-12345678", True), ("short", False), ("bad id\nforged: line", False)],
+)
+def test_a_proxys_request_id_is_kept_only_when_well_formed(
+    client: TestClient, sent: str, kept: bool
+) -> None:
+    response = client.get("/healthz", headers={"x-request-id": sent})
+    returned = response.headers["x-request-id"]
+    assert (returned == sent) is kept
+    assert INCOMING_ID.fullmatch(returned)

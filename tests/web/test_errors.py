@@ -218,3 +218,20 @@ def test_no_json_makes_the_server_fail(small_client: TestClient, body: Any) -> N
 )
 def test_field_names_read_as_a_student_writes_them(loc: tuple, name: str) -> None:
     assert field_name(loc) == name
+
+
+def test_a_body_with_thousands_of_bad_numbers_lists_twenty_and_counts_the_rest(
+    small_client: TestClient,
+) -> None:
+    cells = ", ".join(["NaN"] * 3)
+    body = '{"tokens": ["a", "b", "c"], "x": [' + ", ".join([f"[{cells}]"] * 3) + "]}"
+    few = small_client.post("/api/attention", **raw(body.encode())).json()["detail"]
+    assert len(few) == 9  # nine problems: all listed, no count entry
+    assert {e["type"] for e in few} == {"finite_number"}
+
+    many = '{"x": [' + ", ".join(["[" + ", ".join(["NaN"] * 100) + "]"] * 50) + "]}"
+    detail = small_client.post("/api/attention", **raw(many.encode())).json()["detail"]
+    assert len(detail) == 21
+    assert [e["loc"] for e in detail[:2]] == [["body", "x", 0, 0], ["body", "x", 0, 1]]
+    assert detail[-1]["type"] == "too_many_errors"
+    assert detail[-1]["msg"].startswith("and 4,980 more problems")

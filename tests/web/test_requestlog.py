@@ -88,3 +88,18 @@ def test_a_proxys_request_id_is_kept_only_when_well_formed(
     returned = response.headers["x-request-id"]
     assert (returned == sent) is kept
     assert INCOMING_ID.fullmatch(returned)
+
+
+def test_a_log_line_stays_short_whatever_the_request(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nans = '{"x": [' + ", ".join(["[" + ", ".join(["NaN"] * 64) + "]"] * 256) + "]}"
+    capsys.readouterr()
+    client.post("/api/attention", content=nans, headers={"content-type": "application/json"})
+    client.get("/no-such-page-" + "a" * 20_000)
+    out = capsys.readouterr().out
+    first, second = request_lines(out)
+    assert len(first["invalid"]) == 21
+    assert first["invalid"][-1].startswith("and 16,364 more problems")
+    assert len(second["path"]) == 300
+    assert max(len(line) for line in out.splitlines()) < 12_000

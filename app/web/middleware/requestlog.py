@@ -19,12 +19,16 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.errors import MAX_ERRORS
 from app.web.json_io import JSONResponse, dumps
 
 log = logging.getLogger("attention_lab.requests")
 HANDLER_NAME = "attention_lab.stdout"
 # An id sent by a proxy in front of us is kept when it looks like one; otherwise we make one.
 INCOMING_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
+# A log line stays short whatever the request: its path and each message are cut to this,
+# and at most MAX_ERRORS + 1 messages (the answer's own cap) are written.
+MAX_LOGGED_CHARS = 300
 
 
 class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -128,15 +132,15 @@ class RequestLog:
     ) -> None:
         fields: dict[str, Any] = {
             "method": scope["method"],
-            "path": scope["path"],
+            "path": scope["path"][:MAX_LOGGED_CHARS],
             "status": status,
             "duration_ms": round((time.perf_counter() - start) * 1000, 2),
             "request_id": request_id,
         }
         invalid = scope.get("state", {}).get("invalid")
         if invalid:
-            fields["invalid"] = invalid
-        message = f"{scope['method']} {scope['path']} {status}"
+            fields["invalid"] = [m[:MAX_LOGGED_CHARS] for m in invalid[: MAX_ERRORS + 1]]
+        message = f"{scope['method']} {fields['path']} {status}"
         if status >= 500:
             log.error(message, exc_info=exc_info, extra={"fields": fields})
         elif log.isEnabledFor(logging.INFO):

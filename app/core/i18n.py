@@ -12,6 +12,7 @@ translate every empty msgstr in translations/es/LC_MESSAGES/messages.po (tests/w
 fails until none is left).
 """
 
+import decimal
 import gettext as stdlib_gettext
 import io
 from collections.abc import Iterator
@@ -108,4 +109,8 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
 def format_number(value: float, digits: int | None = None) -> str:
     """A number in the reader's convention: 16,777,216 in English, 16.777.216 in Spanish."""
     pattern = None if digits is None else ("#,##0." + "0" * digits if digits else "#,##0")
-    return format_decimal(value, format=pattern, locale=_locale.get())
+    with decimal.localcontext() as context:
+        # Babel rounds in the thread's decimal context; its default 28 digits cannot hold
+        # 10⁹ tokens² × 65,536 heads × 65,536 sequences (an InvalidOperation, once a 500).
+        context.prec = 400  # more than the 309 digits of the largest float
+        return format_decimal(value, format=pattern, locale=_locale.get())

@@ -622,3 +622,16 @@ def test_page_measure_link_works_without_javascript(small_client: TestClient) ->
     html = small_client.get("/cost", params={"seq_len": 1_024, "measure": 1}).text
     assert 'id="measure-table"' in html
     assert "fig-measure" in html
+
+
+def test_the_page_prints_products_too_large_for_the_decimal_default(
+    small_client: TestClient,
+) -> None:
+    # 10⁹ tokens, 65,536 heads, 65,536 sequences: a KV cache of 2⁴⁵ GB and products of 30+
+    # digits, which the number formatting once answered with a 500.
+    response = small_client.get("/cost?seq_len=1000000000&batch=65536&heads=65536")
+    assert response.status_code == 200
+    api = small_client.get("/api/cost?seq_len=1000000000&batch=65536&heads=65536").json()
+    kv = api["kv_cache_bytes"]
+    assert kv == 2 * 1 * 65_536 * 128 * 2 * 1_000_000_000 * 65_536
+    assert f"{kv:,}" in response.text

@@ -3,6 +3,7 @@
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +20,7 @@ from app.features.heads import routes as heads
 from app.features.kernel import routes as kernel
 from app.features.lab import routes as lab
 from app.features.model import routes as model
+from app.features.model.store import model_state
 from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import assets, handlers, health
@@ -56,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )
     application.state.response_cache = cache
+    application.state.model_state = partial(model_state, settings.model_dir)
     application.state.measurements = MeasurementCache(
         settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
     )

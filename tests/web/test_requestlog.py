@@ -1,6 +1,7 @@
 """One JSON line per request on stdout; 422s at info, unexpected errors at error with the id
 the user sees."""
 
+import asyncio
 import json
 
 import pytest
@@ -103,3 +104,33 @@ def test_a_log_line_stays_short_whatever_the_request(
     assert first["invalid"][-1].startswith("and 16,364 more problems")
     assert len(second["path"]) == 300
     assert max(len(line) for line in out.splitlines()) < 12_000
+
+
+def test_a_client_that_leaves_mid_body_is_logged_at_info_as_499(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    app = create_app()
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/api/attention", "raw_path": b"/api/attention",
+        "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
+    }  # fmt: skip
+    messages = [
+        {"type": "http.request", "body": b'{"tokens": ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    capsys.readouterr()
+    asyncio.run(app(scope, receive, send))
+    [line] = request_lines(capsys.readouterr().out)
+    assert (line["level"], line["status"]) == ("info", 499)
+    assert "exception" not in line

@@ -29,6 +29,7 @@ INCOMING_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
 # A log line stays short whatever the request: its path and each message are cut to this,
 # and at most MAX_ERRORS + 1 messages (the answer's own cap) are written.
 MAX_LOGGED_CHARS = 300
+CLIENT_CLOSED = 499  # logged (at info) for a client that disconnected before its answer
 
 
 class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -104,8 +105,12 @@ class RequestLog:
         status = 500
         started = False
 
+        completed = False
+
         async def send_tagged(message: Message) -> None:
-            nonlocal status, started
+            nonlocal status, started, completed
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                completed = True
             if message["type"] == "http.response.start":
                 started = True
                 status = message["status"]
@@ -115,16 +120,29 @@ class RequestLog:
                 ]
             await send(message)
 
+        disconnected = False
+
+        async def watched_receive() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            # A disconnect after the whole answer went out is the normal end of a request.
+            if message["type"] == "http.disconnect" and not completed:
+                disconnected = True
+            return message
+
         try:
-            await self.app(scope, receive, send_tagged)
+            await self.app(scope, watched_receive, send_tagged)
         except Exception:
+            if disconnected:  # the client left mid-request: nobody to answer, nothing wrong
+                self._log(scope, CLIENT_CLOSED, start, request_id)
+                return
             self._log(scope, 500, start, request_id, exc_info=sys.exc_info())
             if started:
                 raise  # the answer is half sent: let the server drop the connection
             response = JSONResponse({"detail": server_error_message(request_id)}, status_code=500)
             await response(scope, receive, send_tagged)
             return
-        self._log(scope, status, start, request_id)
+        self._log(scope, CLIENT_CLOSED if disconnected else status, start, request_id)
 
     @staticmethod
     def _log(

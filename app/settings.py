@@ -87,6 +87,18 @@ class Settings(BaseSettings):
         ge=0,
         description="Memory for repeated answers of pure routes (0 turns caching off).",
     )
+    compress_in_thread_bytes: int = Field(
+        131_072,
+        ge=1024,
+        description="Answers at least this large are compressed in a worker thread, off the "
+        "event loop.",
+    )
+    compressed_cache_bytes: int = Field(
+        32 * 2**20,
+        ge=0,
+        description="Memory for compressed copies of large answers replayed by the response "
+        "cache (each counted with the plain answer it keeps).",
+    )
     frame_ancestors: str = Field(
         "'self'",
         description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "

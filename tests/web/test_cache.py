@@ -91,9 +91,13 @@ def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
 
 def test_a_replayed_answer_is_compressed_like_the_first(client: TestClient) -> None:
     body = {"tokens": ["a", "b", "c", "d", "e", "f"]}  # an answer above gzip's minimum size
-    answers = [client.post("/api/attention", json=body) for _ in range(3)]
-    assert {a.headers["content-encoding"] for a in answers} == {"gzip"}
-    assert answers[0].json() == answers[1].json() == answers[2].json()
+    for encoding in ("gzip", "zstd"):
+        answers = [
+            client.post("/api/attention", json=body, headers={"accept-encoding": encoding})
+            for _ in range(3)
+        ]
+        assert {a.headers["content-encoding"] for a in answers} == {encoding}
+        assert answers[0].content == answers[1].content == answers[2].content
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,12 @@ class Settings(BaseSettings):
         description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "
         "\"'self' https://course.example.org\"; 'none' forbids embedding.",
     )
+    freeze_gc: bool = Field(
+        True,
+        description="After start-up, move every object made so far out of the garbage "
+        "collector's sight (gc.freeze), so that collections stay short under load. Tests that "
+        "build many apps switch it off: it costs ~60 ms per start.",
+    )
     log_level: str = Field(
         "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
     )

@@ -1,11 +1,15 @@
-"""Tiled (online-softmax) attention against the dense head, in numpy, at n = 1,024 and 4,096.
+"""FlashAttention's two loop orders against the dense head, in numpy, at n = 1,024 and 4,096.
 
 For each n, d_k = d_v = 64, full (bidirectional) and causal attention:
 - dense, the lab's path: app.attention.attend, which keeps every stage (scores, scaled,
   masked, weights: four n × n matrices) besides the n × n mask;
 - dense, output only: masked_softmax(Q·Kᵀ / √d_k, M) · V, the least a dense path holds;
-- tiled: app.kernel.tiled_attention with 128 × 128 and 64 × 64 tiles, the mask computed
-  per tile (no n × n array anywhere).
+- fa1 and fa2: app.math.flash.flash_attention in each loop order, blocks from on-chip memory
+  M = 100,000 elements (B_c = ⌈M / 4d⌉ = 391, B_r = min(B_c, d) = 64), the mask computed per
+  tile (no n × n array anywhere), steps not kept;
+- fa2 128 × 128: square tiles, as FlashAttention-2 kernels often use, for comparison.
+Counted traffic is the elements each path reads from and writes to slow memory, as
+app.math.flash counts them (standard attention: Dao et al. 2022, Algorithm 0).
 Time is processor time (time.process_time), the median of a few runs, with numpy's BLAS
 held to one thread: on a shared machine wall-clock time mostly measures the neighbours.
 Peak memory is tracemalloc's peak above what was already allocated (numpy reports its
@@ -29,11 +33,13 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 from app.math import attention as att  # noqa: E402
+from app.math import flash as fl  # noqa: E402
 from app.math import kernel as kn  # noqa: E402
 
 SIZES = [(1024, 5), (4096, 3)]  # (n, timed runs)
 D = 64
-TILES = [128, 64]
+SRAM = 100_000  # elements of on-chip memory
+TILE = 128
 MiB = 2**20
 
 
@@ -70,16 +76,26 @@ def cases(
         return att.masked_softmax(q @ k.T / np.sqrt(D), allowed) @ v
 
     tile_mask = kn.causal_tiles if causal else kn.visible_everywhere
-    tiled = [
-        (f"tiled {b} × {b}", lambda b=b: kn.tiled_attention(q, k, v, tile_mask, b, b))
-        for b in TILES
+    b_r, b_c = fl.sram_blocks(SRAM, D)
+    orders = [
+        (
+            f"{order} {b_r} × {b_c}",
+            lambda o=order: (
+                fl.flash_attention(q, k, v, tile_mask, b_r, b_c, o, keep_steps=False).output
+            ),
+        )
+        for order in fl.ORDERS
     ]
+    square = (
+        f"fa2 {TILE} × {TILE}",
+        lambda: fl.flash_attention(q, k, v, tile_mask, TILE, TILE, "fa2", keep_steps=False).output,
+    )
     dense = [("dense (lab: every stage)", dense_lab), ("dense (output only)", dense_output_only)]
-    return dense + tiled
+    return [*dense, *orders, square]
 
 
 def main() -> None:
-    print(f"Tiled vs dense attention in numpy, d_k = d_v = {D}, float64, one BLAS thread")
+    print(f"FlashAttention orders vs dense in numpy, d_k = d_v = {D}, float64, one BLAS thread")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average before: {load} on {os.cpu_count()} CPUs (times are processor time)")
     header = f"{'n':>6} {'mask':<7} {'path':<26} {'cpu s':>8} {'× dense':>8}"
@@ -103,13 +119,30 @@ def main() -> None:
                     f"{took / base_time:>8.2f} {peak / MiB:>9.1f} {peak / base_peak:>8.3f} "
                     f"{diff:>11.1e}"
                 )
-        counts = kn.tiled_counts(n, TILES[0], TILES[0], D, D)
-        print(
-            f"{n:>6} counted: {counts.dense_score_entries:,} score entries dense "
-            f"({counts.dense_score_entries * 8 / MiB:.0f} MiB as float64) vs "
-            f"{counts.tiled_score_entries:,} in a {TILES[0]} × {TILES[0]} tile; "
-            f"{counts.dot_products:,} dot products either way"
-        )
+        print_traffic(n)
+
+
+def print_traffic(n: int) -> None:
+    """Counted slow-memory traffic, elements: standard attention and both orders."""
+    b_r, b_c = fl.sram_blocks(SRAM, D)
+    std = fl.standard_traffic(n, D, D)
+    print(f"{n:>6} traffic (elements of slow memory), M = {SRAM:,}, B_r = {b_r}, B_c = {b_c}:")
+    print(f"{'':>6} {'standard':<16} reads {std.reads:>13,} writes {std.writes:>13,}")
+    for causal in (False, True):
+        for order in fl.ORDERS:
+            t = fl.counted_traffic(n, b_r, b_c, D, D, order, causal)
+            name = f"{order} {'causal' if causal else 'full'}"
+            print(
+                f"{'':>6} {name:<16} reads {t.reads:>13,} writes {t.writes:>13,} "
+                f"total {t.total / std.total:>6.1%} of standard, "
+                f"{t.skipped_tiles} of {t.tiles} tiles skipped"
+            )
+    # fa2 re-reads K and V once per query block: it wants tall query blocks, not B_r ≤ d
+    t = fl.counted_traffic(n, b_c, b_r, D, D, "fa2")
+    print(
+        f"{'':>6} {f'fa2 {b_c} × {b_r} full':<16} reads {t.reads:>13,} writes {t.writes:>13,} "
+        f"total {t.total / std.total:>6.1%} of standard (blocks swapped: B_r = {b_c}, B_c = {b_r})"
+    )
 
 
 if __name__ == "__main__":

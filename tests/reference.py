@@ -5,6 +5,7 @@ agree on random inputs, neither is likely to share the other's mistake. Also the
 strategy that draws the requests both sides answer.
 """
 
+import dataclasses
 import math
 from typing import Any
 
@@ -152,16 +153,20 @@ def head_requests(draw: st.DrawFn) -> dict[str, Any]:
 # ---------------------------------------------------------------- comparing
 
 
-def plain_answer(request: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+def plain_answer(request: dict[str, Any], result: Any) -> dict[str, Any]:
     """What the plain head computes from the inputs the engine says it used."""
     n = len(request["tokens"])
     query = request.get("query", n - 1)
-    inputs = [plain(result[name]) for name in ("x", "w_q", "w_k", "w_v")]
+    used = plain(result)  # a typed result or its JSON
+    inputs = [used[name] for name in ("x", "w_q", "w_k", "w_v")]
     return plain_head(request["tokens"], *inputs, request["mask"], request["scale"], query)
 
 
 def plain(value: Any) -> Any:
-    """numpy arrays and scalars as Python lists and numbers; −∞ as None, as JSON writes it."""
+    """Typed results, numpy arrays and scalars as Python dicts, lists and numbers; −∞ as
+    None, as JSON writes it."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, list):

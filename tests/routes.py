@@ -28,33 +28,19 @@ def page_routes(app: FastAPI) -> dict[str, APIRoute]:
 
 
 def query_params(route: APIRoute) -> list[str]:
-    """The query parameters a route reads (a page's state in the URL), dependencies included."""
+    """The query parameters a route reads (a page's state in the URL): those FastAPI knows,
+    and those its dependencies declare (app.web.deps.page_query)."""
     names: set[str] = set()
     stack = [route.dependant]
     while stack:
         dependant = stack.pop()
         names.update(p.alias for p in dependant.query_params)
+        names.update(getattr(dependant.call, "declared_names", ()))
         stack.extend(dependant.dependencies)
     return sorted(names)
 
 
-def api_field_names(app: FastAPI) -> set[str]:
-    """Every query parameter and top-level body field the API documents: the names a page's
-    URL state uses too, even when the page reads its query string by hand."""
-    spec = app.openapi()
-    names: set[str] = set()
-    for methods in spec["paths"].values():
-        for op in methods.values():
-            names.update(p["name"] for p in op.get("parameters", []))
-            body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
-            ref = body.get("schema", {}).get("$ref", "")
-            if ref:
-                model = spec["components"]["schemas"][ref.rsplit("/", 1)[-1]]
-                names.update(model.get("properties", {}))
-    return names
-
-
 APP = create_app(Settings())
-PAGES = {path: query_params(route) for path, route in sorted(page_routes(APP).items())}
-# What each page may read from its URL: its declared parameters and the API's field names.
-PAGE_STATE = {path: sorted(set(names) | api_field_names(APP)) for path, names in PAGES.items()}
+# What each page reads from its URL, as it declares it.
+PAGE_STATE = {path: query_params(route) for path, route in sorted(page_routes(APP).items())}
+PAGES = list(PAGE_STATE)

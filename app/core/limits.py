@@ -1,28 +1,16 @@
 """Every hard limit of the app in one place: what a request may hold before the settings' own,
 lower limits apply (app/settings.py)."""
 
-MAX_MAGNITUDE = 1e6
-
-
+MAX_MAGNITUDE = 1e6  # largest |number| in any input matrix
+MAX_TOKEN_CHARS = 40  # longest token label
 HARD_MAX_TOKENS = 4096
-
-
 HARD_MAX_WIDTH = 1024
-
-
-MAX_COUNTED_LENGTH = 2**24  # long sequences are counted, never built
-
-
 HARD_MAX_HEADS = 64
+MAX_COUNTED_LENGTH = 2**24  # long sequences are counted, never built
+MAX_GRID_WIDTH = 8  # the lab edits d_model, d_k and d_v cell by cell: 1 to 8 columns
 
-
-MAX_TEXT_CHARS = 1000
-
-
+MAX_TEXT_CHARS = 1000  # a sentence for the trained model
 MAX_WORD_PIECES = 128  # what all-MiniLM-L6-v2 was trained to read, [CLS] and [SEP] included
 
-
-MAX_SEQ_LEN = 1_000_000_000
-
-
-MAX_COUNT = 65_536
+MAX_SEQ_LEN = 1_000_000_000  # the cost calculator's longest sequence
+MAX_COUNT = 65_536  # its largest count of heads, layers or sequences

@@ -14,15 +14,6 @@ import numpy as np
 
 from app.math.seeded import Memo, standard_normals
 
-# The worked example "The cat sleeps" (seed 000): inputs chosen for easy arithmetic.
-WORKED_TOKENS = ("The", "cat", "sleeps")
-WORKED_QUERY = 1
-WORKED_X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-WORKED_W_Q = np.array([[1.0, 0.5], [0.0, 1.0]])
-WORKED_W_K = np.array([[0.5, 1.0], [1.0, 0.0]])
-WORKED_W_V = np.array([[1.0, -1.0], [0.5, 1.0]])
-
-
 # ---------------------------------------------------------------- masks
 
 

@@ -8,9 +8,13 @@ L layers and a batch of B sequences:
     prefill FLOPs per head   = 2·n²·d_head (Q·Kᵀ) + 2·n²·d_head (weights · V)
     decode FLOPs per head    = 2·n·d_head + 2·n·d_head   (one new query, n cached keys)
     KV cache per token       = 2 · L · g · d_head · b   (K and V, every layer)
+    with latent attention    = L · (r + d_rope) · b     (MLA: one compressed row of kv_lora_rank
+                                                         r plus the shared RoPE key, DeepSeek-V2)
 
-A layer with a sliding window w keeps at most w tokens of K and V; the others keep all n.
-Sizes are integers: int4 packs two elements in a byte, so a size rounds up to whole bytes.
+A layer with a sliding window w keeps at most w tokens of K and V (w + s with s attention sinks
+kept from the start); the others keep all n. Sizes are integers: int4 packs two elements in a
+byte, and llama.cpp's q8_0 and q4_0 store blocks of 32 values in 34 and 18 bytes (32 one-byte
+or half-byte values and one fp16 scale), so a size rounds up to whole bytes.
 Nothing here knows about the web.
 """
 
@@ -21,6 +25,13 @@ from fractions import Fraction
 
 # Element sizes in bits, by storage type.
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int4": 4}
+# Bytes per element of a KV cache, by type: the plain types, and llama.cpp's block formats
+# (q8_0: 32 int8 values + one fp16 scale = 34 bytes; q4_0: 32 four-bit values + scale = 18).
+QUANT_BLOCKS: dict[str, tuple[int, int]] = {"q8_0": (34, 32), "q4_0": (18, 32)}
+KV_DTYPE_BYTES: dict[str, Fraction] = {
+    **{name: Fraction(bits, 8) for name, bits in DTYPE_BITS.items()},
+    **{name: Fraction(size, count) for name, (size, count) in QUANT_BLOCKS.items()},
+}
 # A memory-efficient exact kernel keeps two fp32 numbers per query row (running max and sum).
 ROW_STATS_BYTES = 2 * 4
 BINARY_UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
@@ -116,25 +127,44 @@ def causal_prefill_flops_per_head(seq_len: int, head_dim: int, window: int | Non
     return 4 * causal_pairs(seq_len, window) * head_dim
 
 
-def decode_flops_per_head(seq_len: int, head_dim: int, window: int | None = None) -> int:
+def decode_flops_per_head(
+    seq_len: int, head_dim: int, window: int | None = None, sinks: int = 0
+) -> int:
     """One new token, n tokens in the cache counting it: its query against those n keys
-    (min(n, w) with a window), 2·n·d_head for the scores and 2·n·d_head for weights · V."""
-    return 4 * cached_tokens(seq_len, window) * head_dim
+    (min(n, w + s) with a window and sinks), 2·n·d_head for the scores, 2·n·d_head for
+    weights · V."""
+    return 4 * cached_tokens(seq_len, window, sinks) * head_dim
 
 
 # ---------------------------------------------------------------- KV cache
 
 
-def cached_tokens(seq_len: int, window: int | None) -> int:
-    """Tokens one layer keeps in its cache: all n, or at most w with a sliding window."""
-    return seq_len if window is None else min(seq_len, window)
+def cached_tokens(seq_len: int, window: int | None, sinks: int = 0) -> int:
+    """Tokens one layer keeps in its cache: all n, or at most w (+ s sinks) with a window."""
+    return seq_len if window is None else min(seq_len, window + sinks)
+
+
+def kv_elements_per_token_layer(
+    kv_heads: int, head_dim: int, kv_lora_rank: int | None = None, rope_head_dim: int = 0
+) -> int:
+    """Numbers one layer caches per token: 2 · g · d_head (a K and a V row per key/value head),
+    or r + d_rope with multi-head latent attention (the compressed row and the RoPE key)."""
+    if kv_lora_rank is not None:
+        return kv_lora_rank + rope_head_dim
+    return 2 * kv_heads * head_dim
 
 
 def kv_cache_bytes_per_token(
-    layers: int, kv_heads: int, head_dim: int, bytes_per_element: ElementSize = 2
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    bytes_per_element: ElementSize = 2,
+    kv_lora_rank: int | None = None,
+    rope_head_dim: int = 0,
 ) -> int:
-    """2 · L · g · d_head · b: one K and one V row per key/value head in every layer."""
-    return storage_bytes(2 * layers * kv_heads * head_dim, bytes_per_element)
+    """2 · L · g · d_head · b (or L · (r + d_rope) · b with MLA): one more token, every layer."""
+    per_layer = kv_elements_per_token_layer(kv_heads, head_dim, kv_lora_rank, rope_head_dim)
+    return storage_bytes(layers * per_layer, bytes_per_element)
 
 
 def kv_cache_bytes(
@@ -146,15 +176,19 @@ def kv_cache_bytes(
     batch: int = 1,
     window: int | None = None,
     window_layers: int | None = None,
+    sinks: int = 0,
+    kv_lora_rank: int | None = None,
+    rope_head_dim: int = 0,
 ) -> int:
-    """K and V for `batch` sequences of n tokens.
+    """K and V (or MLA's latent rows) for `batch` sequences of n tokens.
 
-    `window_layers` of the layers (all of them when omitted) keep at most `window` tokens;
-    the rest attend globally and keep all n.
+    `window_layers` of the layers (all of them when omitted) keep at most `window` tokens
+    plus `sinks`; the rest attend globally and keep all n.
     """
     windowed = 0 if window is None else (layers if window_layers is None else window_layers)
-    token_layers = windowed * cached_tokens(seq_len, window) + (layers - windowed) * seq_len
-    return storage_bytes(2 * batch * token_layers * kv_heads * head_dim, bytes_per_element)
+    token_layers = windowed * cached_tokens(seq_len, window, sinks) + (layers - windowed) * seq_len
+    per_layer = kv_elements_per_token_layer(kv_heads, head_dim, kv_lora_rank, rope_head_dim)
+    return storage_bytes(batch * token_layers * per_layer, bytes_per_element)
 
 
 def longest_fitting(size_at: Callable[[int], int], budget: int, limit: int) -> int:
@@ -182,6 +216,9 @@ class AttentionConfig:
     head_dim: int = 128
     window: int | None = None
     window_layers: int | None = None
+    sinks: int = 0  # tokens from the start kept by each windowed layer, beside its window
+    kv_lora_rank: int | None = None  # multi-head latent attention: cache r + d_rope per token
+    rope_head_dim: int = 0
 
     @property
     def windowed_layers(self) -> int:
@@ -195,7 +232,9 @@ class AttentionConfig:
 
     @property
     def kind(self) -> str:
-        """MHA (g = h), GQA (1 < g < h) or MQA (g = 1)."""
+        """MLA (latent), MHA (g = h), GQA (1 < g < h) or MQA (g = 1)."""
+        if self.kv_lora_rank is not None:
+            return "MLA"
         if self.kv_heads == self.heads:
             return "MHA"
         return "MQA" if self.kv_heads == 1 else "GQA"
@@ -228,6 +267,20 @@ class AttentionConfig:
             batch,
             self.window,
             self.windowed_layers if self.window is not None else None,
+            self.sinks,
+            self.kv_lora_rank,
+            self.rope_head_dim,
+        )
+
+    def kv_cache_bytes_per_token(self, bytes_per_element: ElementSize) -> int:
+        """What one more token adds to the cache while no window is full yet."""
+        return kv_cache_bytes_per_token(
+            self.layers,
+            self.kv_heads,
+            self.head_dim,
+            bytes_per_element,
+            self.kv_lora_rank,
+            self.rope_head_dim,
         )
 
     def prefill_flops(self, seq_len: int, batch: int = 1) -> int:
@@ -249,6 +302,31 @@ class AttentionConfig:
         per_head = self.global_layers * decode_flops_per_head(seq_len, self.head_dim)
         if self.windowed_layers:
             per_head += self.windowed_layers * decode_flops_per_head(
-                seq_len, self.head_dim, self.window
+                seq_len, self.head_dim, self.window, self.sinks
             )
         return batch * self.heads * per_head
+
+    # ---------------------------------------------------------------- what fits
+
+    def max_seq_len(
+        self, bytes_per_element: ElementSize, batch: int, budget: int, weight_bytes: int, limit: int
+    ) -> int:
+        """The longest n with KV(n) for `batch` sequences + weights ≤ budget (0 if none; `limit`
+        when every layer is windowed and the cache stops growing)."""
+        return longest_fitting(
+            lambda m: self.kv_cache_bytes(m, bytes_per_element, batch) + weight_bytes, budget, limit
+        )
+
+    def max_batch(
+        self, seq_len: int, bytes_per_element: ElementSize, budget: int, weight_bytes: int
+    ) -> int:
+        """The most sequences of n tokens whose caches + weights ≤ budget: ⌊(budget − W) / KV⌋
+        up to rounding of packed types, found exactly."""
+        one = self.kv_cache_bytes(seq_len, bytes_per_element, 1)
+        if budget - weight_bytes < one:
+            return 0
+        return longest_fitting(
+            lambda b: self.kv_cache_bytes(seq_len, bytes_per_element, b) + weight_bytes,
+            budget,
+            (budget - weight_bytes) // max(one, 1) + 1,
+        )

@@ -1,8 +1,9 @@
 """What routes share: the settings dependency and the shape of the error answers they document."""
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from app.settings import Settings, get_settings
@@ -25,3 +26,30 @@ ERRORS = {
     413: {"model": ErrorResponse},
     415: {"model": ErrorResponse, "description": "The body was not sent as application/json."},
 }
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """The parameters a page declares, as its URL gave them (text, in URL order). A page's
+    own parser turns them into numbers, so that bad input becomes a sentence on the page
+    rather than a failed request; parameters the page does not declare never reach it."""
+
+    items: tuple[tuple[str, str], ...]
+
+    def last(self) -> dict[str, str]:
+        """Each parameter's last value (a form sends a single value for most fields)."""
+        return dict(self.items)
+
+
+def page_query(declared: type[BaseModel], *more: str) -> Any:
+    """A dependency reading the query parameters named by `declared`'s fields (and `more`).
+
+    The names are kept on the dependency (`declared_names`), so the code and the tests know
+    what each page reads from its URL."""
+    names = frozenset(declared.model_fields) | frozenset(more)
+
+    def read(request: Request) -> PageQuery:
+        return PageQuery(tuple((k, v) for k, v in request.query_params.multi_items() if k in names))
+
+    read.declared_names = names  # type: ignore[attr-defined]
+    return Depends(read)

@@ -343,3 +343,13 @@ def progress_map(
     if text is not None and max(state.shape) <= LABEL_CELLS_UP_TO:
         fig["data"][0]["text"] = text
     return fig
+
+
+@dataclass(frozen=True)
+class TitledFigure:
+    """A figure with what a page shows beside it, so templates never read plotly's internals:
+    its title (the caption and the table's) and the column labels of its table."""
+
+    fig: dict[str, Any]
+    title: str
+    columns: list[str]

@@ -18,14 +18,11 @@
   function syncForm(s) {
     const select = form.elements.kv_heads;
     select.replaceChildren();
-    for (let g = 1; g <= s.heads; g++) {
-      if (s.heads % g === 0) select.add(new Option(String(g), String(g), false, g === s.kv_heads));
+    for (const g of s.kv_head_choices) {
+      select.add(new Option(String(g), String(g), false, g === s.kv_heads));
     }
     form.elements.head.value = String(s.head);
-    const gqa = form.querySelector('button[value="gqa"]');
-    let possible = false;
-    for (let g = 2; g < s.heads; g++) if (s.heads % g === 0) possible = true;
-    gqa.disabled = !possible;
+    form.querySelector('button[value="gqa"]').disabled = !s.grouped_query;
   }
 
   function refresh(submitter) {

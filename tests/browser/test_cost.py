@@ -52,3 +52,16 @@ def test_measure_button_swaps_in_the_timings(page: Page) -> None:
     expect(page.locator("#measure-table tbody tr")).to_have_count(5)
     expect(page.locator('[data-figure="fig-measure"] .main-svg').first).to_be_visible()
     assert axe_violations(page) == []
+
+
+def test_latent_attention_a_quantized_cache_and_the_weights(page: Page) -> None:
+    page.goto("/cost?preset=deepseek-v2")
+    expect(page.locator("#row-kv-token")).to_contain_text("60 × (512 + 64)")
+    expect(page.locator("#row-kv-token")).to_contain_text("69,120")
+    page.select_option("#kv_dtype", "q8_0")
+    expect(page.locator("#row-kv-token")).to_contain_text("34/32")
+    expect(page.locator("#row-kv-token")).to_contain_text("36,720")  # 1,080 blocks × 34
+    page.locator("#weight_bytes").press_sequentially("30000000000", delay=20)
+    expect(page.locator("#verdict-fit")).to_contain_text("do not fit")
+    expect(page.locator("#verdict-max-len")).to_contain_text("none fits")
+    assert axe_violations(page) == []

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.features.stages.schemas import WORKED_EXAMPLE_REQUEST
+from app.core.rules import WORKED_EXAMPLE_REQUEST
 from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
 
 

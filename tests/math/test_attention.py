@@ -3,12 +3,15 @@
 import numpy as np
 import pytest
 
+from app.core import rules
 from app.math import attention as att
 
 
 def worked_example() -> att.HeadStages:
     allowed = att.causal_mask(3)
-    return att.attention_head(att.WORKED_X, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V, allowed)
+    return att.attention_head(
+        rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, allowed
+    )
 
 
 def test_worked_example_token_table() -> None:

@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from app.core import rules
 from app.math import attention as att
+from app.math import flash as fl
 from app.math import heads as mh
 from app.math import kernel as kn
 
@@ -14,9 +16,27 @@ EXACT = 1e-12
 values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
 
+def tiled_steps(q, k, v, mask, block_q: int, block_k: int) -> list[fl.TileStep]:
+    """The query-blocks-outside order (FlashAttention-2), as the lab walks it."""
+    return list(fl.flash_steps(q, k, v, mask, block_q, block_k, "fa2"))
+
+
+def tiled_attention(q, k, v, mask, block_q: int, block_k: int, scale: bool = True) -> np.ndarray:
+    return fl.flash_attention(q, k, v, mask, block_q, block_k, "fa2", scale).output
+
+
+def assemble(steps: list[fl.TileStep], n: int, d_v: int) -> np.ndarray:
+    """The output rows these steps wrote; rows not written yet stay 0."""
+    out = np.zeros((n, d_v))
+    for step in steps:
+        if step.output_rows is not None:
+            out[slice(*step.query_block)] = step.output_rows
+    return out
+
+
 def worked_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = att.WORKED_X
-    return x @ att.WORKED_W_Q, x @ att.WORKED_W_K, x @ att.WORKED_W_V
+    x = rules.WORKED_X
+    return x @ rules.WORKED_W_Q, x @ rules.WORKED_W_K, x @ rules.WORKED_W_V
 
 
 def random_qkv(n: int, d_k: int = 3, d_v: int = 2, seed: int = 0) -> list[np.ndarray]:
@@ -53,7 +73,7 @@ def test_tiled_output_equals_dense_attention(state: dict) -> None:
     q, k, v, allowed, scale = (state[f] for f in ("q", "k", "v", "allowed", "scale"))
     dense = att.attend(q, k, v, allowed, scale)
     mask = kn.mask_from_matrix(allowed)
-    tiled = kn.tiled_attention(q, k, v, mask, state["block_q"], state["block_k"], scale)
+    tiled = tiled_attention(q, k, v, mask, state["block_q"], state["block_k"], scale)
     assert not np.isnan(tiled).any()
     np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
     np.testing.assert_array_equal(tiled[dense.empty_rows], 0.0)
@@ -82,7 +102,7 @@ def test_every_mask_and_block_size_matches_dense(
     q, k, v = random_qkv(7, seed=len(mask_kind))
     allowed = att.build_mask(7, **MASKS[mask_kind])
     dense = att.attend(q, k, v, allowed)
-    tiled = kn.tiled_attention(q, k, v, kn.mask_from_matrix(allowed), block_q, block_k)
+    tiled = tiled_attention(q, k, v, kn.mask_from_matrix(allowed), block_q, block_k)
     np.testing.assert_allclose(tiled, dense.output, rtol=0, atol=EXACT)
 
 
@@ -97,14 +117,14 @@ def test_rows_with_no_visible_key_end_as_zero_with_m_still_minus_infinity() -> N
     allowed = att.build_mask(4, padding=[False, False, False, False])
     allowed[1] = False  # query 1 sees nothing
     allowed[:, 3] = False  # key 3 is hidden from everyone
-    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 2))
     row_1 = [s for s in steps if s.query_block == (0, 2)]
     for step in row_1:
         assert step.m[1] == -np.inf
         assert step.l[1] == 0.0
         assert not np.isnan(step.rescale).any()
         assert not np.isnan(step.p).any()
-    output = kn.assemble(steps, 4, 2)
+    output = assemble(steps, 4, 2)
     assert output[1].tolist() == [0.0, 0.0]
     np.testing.assert_allclose(output, att.attend(q, k, v, allowed).output, rtol=0, atol=EXACT)
 
@@ -112,15 +132,15 @@ def test_rows_with_no_visible_key_end_as_zero_with_m_still_minus_infinity() -> N
 def test_every_key_hidden_gives_a_zero_output_and_skips_every_tile() -> None:
     q, k, v = random_qkv(5)
     allowed = np.zeros((5, 5), dtype=bool)
-    steps = list(kn.tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 3))
+    steps = list(tiled_steps(q, k, v, kn.mask_from_matrix(allowed), 2, 3))
     assert all(s.skipped for s in steps)
-    assert kn.assemble(steps, 5, 2).tolist() == [[0.0, 0.0]] * 5
+    assert assemble(steps, 5, 2).tolist() == [[0.0, 0.0]] * 5
 
 
 def test_worked_example_rescales_sleeps_when_its_maximum_grows() -> None:
     """Query "sleeps" meets score 1.414 (The) first, then 2.121 (itself): the sum shrinks."""
     q, k, v = worked_qkv()
-    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
     assert [(s.query_block, s.key_block, s.skipped) for s in steps] == [
         ((0, 2), (0, 2), False),
         ((0, 2), (2, 3), True),  # The and cat cannot see sleeps: nothing computed
@@ -141,7 +161,7 @@ def test_worked_example_rescales_sleeps_when_its_maximum_grows() -> None:
 
 def test_touched_map_grows_tile_by_tile_and_skipped_tiles_stay_untouched() -> None:
     q, k, v = worked_qkv()
-    steps = list(kn.tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
+    steps = list(tiled_steps(q, k, v, kn.causal_tiles, 2, 2))
     maps = kn.touched_maps(steps, 3)
     assert maps[0].sum() == maps[1].sum() == 4
     assert maps[2].sum() == 6
@@ -158,7 +178,7 @@ def test_scores_alive_are_one_tile_and_counts_agree_with_the_closed_form(
     n: int, block_q: int, block_k: int, peak: int, steps: int
 ) -> None:
     q, k, v = random_qkv(n)
-    walk = list(kn.tiled_steps(q, k, v, kn.visible_everywhere, block_q, block_k))
+    walk = list(tiled_steps(q, k, v, kn.visible_everywhere, block_q, block_k))
     counts = kn.tiled_counts(n, block_q, block_k, d_k=3, d_v=2)
     assert max(s.score_entries for s in walk) == counts.tiled_score_entries == peak
     assert len(walk) == counts.steps == steps
@@ -227,7 +247,7 @@ def test_decoded_rows_equal_full_causal_attention(state: dict) -> None:
 
 
 def test_each_decode_step_adds_one_cache_row_and_one_query() -> None:
-    x, w_q, w_k, w_v = att.WORKED_X, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V
+    x, w_q, w_k, w_v = rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V
     decoding = kn.decode(x, w_q, w_k, w_v, att.causal_mask(3), prompt=1)
     assert decoding.prefill.scores.shape == (1, 1)
     assert [s.position for s in decoding.steps] == [1, 2]
@@ -251,6 +271,6 @@ def test_cache_rows_never_change_once_written() -> None:
 
 
 def test_decoding_refuses_a_mask_that_sees_the_future() -> None:
-    x = att.WORKED_X
+    x = rules.WORKED_X
     with pytest.raises(ValueError, match="causal"):
-        kn.decode(x, att.WORKED_W_Q, att.WORKED_W_K, att.WORKED_W_V, np.ones((3, 3), bool), 1)
+        kn.decode(x, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, np.ones((3, 3), bool), 1)

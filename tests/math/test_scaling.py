@@ -3,10 +3,8 @@
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
-from app.features.heads.page import scaling_figures
 from app.math.scaling import D_K_VALUES, saturation, spread
 
 
@@ -50,11 +48,3 @@ def test_without_scaling_wide_heads_saturate_and_lose_their_gradient() -> None:
 def test_saturation_is_seeded() -> None:
     assert saturation(seed=3) == saturation.__wrapped__(seed=3)
     assert saturation(seed=3) != saturation(seed=4)
-
-
-def test_scaling_figures_are_valid_plotly() -> None:
-    figures = scaling_figures(saturation(seed=0))
-    assert set(figures) == {"score_std", "max_weight", "entropy_bits", "gradient"}
-    for fig in figures.values():
-        go.Figure(fig)
-        assert [t["name"] for t in fig["data"]] == ["÷ √d_k", "raw Q·K"]

@@ -1,6 +1,8 @@
 """The response cache: opt-in per route, bounded in bytes, least recently used out first,
 one per app, replayed before routing."""
 
+from collections.abc import Callable
+
 import pytest
 from fastapi import Depends
 from fastapi.testclient import TestClient
@@ -64,9 +66,9 @@ def test_the_same_bytes_sent_as_text_are_not_answered_from_the_json_cache(
 
 
 def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
+    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cache: ResponseCache = client.app.state.response_cache
+    cache: ResponseCache = fresh_client.app.state.response_cache
     computed = []
     original = lab_routes.compute_attention
 
@@ -75,16 +77,16 @@ def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
         return original(*args)
 
     monkeypatch.setattr(lab_routes, "compute_attention", counted)
-    first = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
+    first = fresh_client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
     assert len(cache.entries) == 1
     assert ("POST", "/api/attention") in cache.routes
-    second = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
+    second = fresh_client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 3})
     assert first.content == second.content
     assert second.headers["content-type"] == "application/json"
     assert second.headers["content-security-policy"]
     assert second.headers["x-request-id"] != first.headers["x-request-id"]
     assert len(computed) == 1
-    other = client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 4})
+    other = fresh_client.post("/api/attention", json={"tokens": ["a", "b"], "seed": 4})
     assert other.content != first.content
     assert len(computed) == 2
 
@@ -104,17 +106,17 @@ def test_a_replayed_answer_is_compressed_like_the_first(client: TestClient) -> N
     "headers", [{"accept-language": "es"}, {"cookie": "lang=es"}], ids=["language", "cookie"]
 )
 def test_pages_are_kept_apart_by_language_and_cookie(
-    client: TestClient, headers: dict[str, str]
+    fresh_client: TestClient, headers: dict[str, str]
 ) -> None:
-    client.get("/")
-    client.get("/", headers=headers)
-    assert len(client.app.state.response_cache.entries) == 2
+    fresh_client.get("/")
+    fresh_client.get("/", headers=headers)
+    assert len(fresh_client.app.state.response_cache.entries) == 2
 
 
-def test_routes_that_did_not_opt_in_are_never_kept(client: TestClient) -> None:
-    client.get("/healthz")
-    client.get("/openapi.json")
-    cache: ResponseCache = client.app.state.response_cache
+def test_routes_that_did_not_opt_in_are_never_kept(fresh_client: TestClient) -> None:
+    fresh_client.get("/healthz")
+    fresh_client.get("/openapi.json")
+    cache: ResponseCache = fresh_client.app.state.response_cache
     assert cache.entries == {}
     assert cache.routes == set()
 
@@ -136,20 +138,20 @@ def test_any_route_opts_in_with_the_dependency() -> None:
     assert calls == [1, 2]
 
 
-def test_each_app_has_its_own_cache_so_its_own_limits_apply() -> None:
+def test_each_app_has_its_own_cache_so_its_own_limits_apply(
+    make_client: Callable[..., TestClient],
+) -> None:
     body = {"tokens": ["a", "b", "c"]}
-    with TestClient(create_app(Settings())) as roomy:
-        assert roomy.post("/api/attention", json=body).status_code == 200
-    with TestClient(create_app(Settings(max_tokens=2))) as strict:
-        assert strict.post("/api/attention", json=body).status_code == 422
+    assert make_client().post("/api/attention", json=body).status_code == 200
+    assert make_client(max_tokens=2).post("/api/attention", json=body).status_code == 422
 
 
-def test_invalid_requests_are_not_kept(client: TestClient) -> None:
-    client.post("/api/attention", json={})
+def test_invalid_requests_are_not_kept(fresh_client: TestClient) -> None:
+    fresh_client.post("/api/attention", json={})
     for _ in range(2):
-        response = client.post("/api/attention", json={"tokens": ["a"], "query": 3})
+        response = fresh_client.post("/api/attention", json={"tokens": ["a"], "query": 3})
         assert response.status_code == 422
-    assert len(client.app.state.response_cache.entries) == 1
+    assert len(fresh_client.app.state.response_cache.entries) == 1
 
 
 def test_a_chunked_body_goes_through_the_app(client: TestClient) -> None:
@@ -161,7 +163,7 @@ def test_a_chunked_body_goes_through_the_app(client: TestClient) -> None:
     assert response.json()["tokens"] == ["The", "cat", "sleeps"]
 
 
-def test_a_zero_budget_turns_caching_off() -> None:
-    with TestClient(create_app(Settings(response_cache_bytes=0))) as client:
-        client.post("/api/attention", json={})
-        assert client.app.state.response_cache.entries == {}
+def test_a_zero_budget_turns_caching_off(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(response_cache_bytes=0)
+    client.post("/api/attention", json={})
+    assert client.app.state.response_cache.entries == {}

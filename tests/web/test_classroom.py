@@ -47,7 +47,7 @@ def test_embed_hides_the_site_chrome(client) -> None:
     assert "One attention head, every stage" in html
 
 
-def test_classroom_parameters_never_reach_the_page_routes(app, client) -> None:
+def test_classroom_parameters_never_reach_the_page_routes(app, fresh_client) -> None:
     """Pages parse their own query strictly; lang, present, embed and lesson are lifted off."""
     seen = {}
 
@@ -57,7 +57,7 @@ def test_classroom_parameters_never_reach_the_page_routes(app, client) -> None:
         return {}
 
     query = {"tokens": "a b", "lang": "es", "present": "1", "embed": "1", "lesson": "x"}
-    client.get("/probe-query", params=query)
+    fresh_client.get("/probe-query", params=query)
     assert seen == {"tokens": "a b"}
 
 
@@ -218,15 +218,11 @@ def test_the_lab_fragment_keeps_the_view_in_its_links(client) -> None:
         assert "tokens=a+b" in href
 
 
-def test_the_embed_view_may_be_framed_by_the_configured_course_site() -> None:
-    from fastapi.testclient import TestClient
-
-    from app.main import create_app
-    from app.settings import Settings
-
+def test_the_embed_view_may_be_framed_by_the_configured_course_site(make_client) -> None:
     course = "'self' https://course.example.org"
-    with TestClient(create_app(Settings(frame_ancestors=course))) as client:
-        page = client.get("/walkthrough", params={"embed": "1", "step": "scores"})
+    page = make_client(frame_ancestors=course).get(
+        "/walkthrough", params={"embed": "1", "step": "scores"}
+    )
     assert page.status_code == 200
     assert f"frame-ancestors {course}" in page.headers["content-security-policy"]
     assert 'class="site-header"' not in page.text

@@ -3,12 +3,12 @@ the user sees."""
 
 import asyncio
 import json
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.settings import Settings
 from app.web.middleware.requestlog import INCOMING_ID, configure_logging
 from tests.web.test_security import failing_app
 
@@ -31,10 +31,10 @@ def request_lines(text: str) -> list[dict]:
     ],
 )
 def test_one_json_line_per_request_on_stdout(
-    client: TestClient, capsys: pytest.CaptureFixture[str], method, path, body, status
+    fresh_client: TestClient, capsys: pytest.CaptureFixture[str], method, path, body, status
 ) -> None:
     capsys.readouterr()
-    response = client.request(method, path, json=body)
+    response = fresh_client.request(method, path, json=body)
     [line] = request_lines(capsys.readouterr().out)
     assert response.status_code == status
     assert line["level"] == "info"
@@ -44,10 +44,10 @@ def test_one_json_line_per_request_on_stdout(
 
 
 def test_a_validation_failure_is_logged_at_info_with_its_messages(
-    client: TestClient, capsys: pytest.CaptureFixture[str]
+    fresh_client: TestClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
-    response = client.post("/api/attention", json={"tokens": ["a"], "query": 3})
+    response = fresh_client.post("/api/attention", json={"tokens": ["a"], "query": 3})
     [line] = request_lines(capsys.readouterr().out)
     assert (line["level"], line["status"]) == ("info", 422)
     assert line["invalid"] == [e["msg"] for e in response.json()["detail"]]
@@ -55,11 +55,11 @@ def test_a_validation_failure_is_logged_at_info_with_its_messages(
 
 
 def test_the_log_level_setting_silences_request_lines(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], make_client: Callable[..., TestClient]
 ) -> None:
-    with TestClient(create_app(Settings(log_level="warning"))) as client:
-        capsys.readouterr()
-        client.get("/healthz")
+    client = make_client(log_level="warning")
+    capsys.readouterr()
+    client.get("/healthz")
     assert request_lines(capsys.readouterr().out) == []
     configure_logging("info")
 

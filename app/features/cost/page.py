@@ -10,10 +10,11 @@ from pydantic import ValidationError
 
 from app.core.errors import BusyError, InputError, validation_errors
 from app.core.i18n import format_number, gettext
+from app.core.limits import MAX_SEQ_LEN
 from app.features.cost.measure import MeasurementCache
 from app.features.cost.schemas import CostQuery
 from app.features.cost.service import compute_cost, preset_list
-from app.math.cost import binary_size
+from app.math.cost import QUANT_BLOCKS, binary_size
 from app.web.figures import Marker, Series, byte_ticks, log_log_lines
 
 
@@ -133,7 +134,13 @@ FORM_FIELDS = (
     "window_layers",
     "dtype",
     "gpu_memory_gib",
+    "kv_dtype",
+    "kv_lora_rank",
+    "rope_head_dim",
+    "sinks",
+    "weight_bytes",
 )
+KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int4", "q8_0", "q4_0")
 
 
 def _form_values(result: dict[str, Any]) -> dict[str, str]:
@@ -141,7 +148,40 @@ def _form_values(result: dict[str, Any]) -> dict[str, str]:
     values = {name: result.get(name) for name in FORM_FIELDS}
     values["dtype"] = result["dtype"] or "fp16"
     values["gpu_memory_gib"] = f"{result['gpu']['memory_gib']:g}"
+    values["kv_dtype"] = result["kv_dtype_requested"]
+    values["weight_bytes"] = result["weight_bytes"] or None
+    values["sinks"] = result["sinks"] or None
     return {k: "" if v is None else str(v) for k, v in values.items()}
+
+
+def kv_element_text(result: dict[str, Any]) -> str:
+    """b_kv as the reader can check it: 34/32 for q8_0 (bytes per block / values), else b."""
+    if result["kv_dtype"] in QUANT_BLOCKS:
+        size, count = QUANT_BLOCKS[result["kv_dtype"]]
+        return f"{size}/{count}"
+    return f"{result['kv_bytes_per_element']:g}"
+
+
+def fit_view(result: dict[str, Any]) -> dict[str, Any]:
+    """The "what fits" verdict: cache + weights against the GPU, the longest n and the largest
+    batch, each with the numbers of its formula (the values come from the service)."""
+    gpu, n, batch = result["gpu"], result["seq_len"], result["batch"]
+    one = result["kv_cache_bytes"] // batch if batch else 0
+    free = gpu["memory_bytes"] - result["weight_bytes"]
+    return {
+        "fits": result["fits"],
+        "total": result["sizes"]["kv_and_weights"]["text"],
+        "weights": result["sizes"]["weight_bytes"]["text"],
+        "max_seq_len": result["max_seq_len"],
+        "max_batch": result["max_batch"],
+        "unbounded": result["max_seq_len"] >= MAX_SEQ_LEN,
+        "batch_numbers": f"⌊({format_number(gpu['memory_bytes'])} − "
+        f"{format_number(result['weight_bytes'])}) / {format_number(one)}⌋",
+        "length_numbers": f"KV({format_number(result['max_seq_len'])}) × {batch} + "
+        f"{format_number(result['weight_bytes'])} ≤ {format_number(gpu['memory_bytes'])}",
+        "free": format_number(max(free, 0)),
+        "seq_len": format_number(n),
+    }
 
 
 async def cost_measurement(
@@ -167,11 +207,18 @@ def cost_page_context(
 
     params is the query of /api/cost; the measurement comes from `cost_measurement`.
     """
-    context: dict[str, Any] = {"presets": preset_list(), "errors": [], "result": None}
+    context: dict[str, Any] = {
+        "presets": preset_list(),
+        "errors": [],
+        "result": None,
+        "kv_dtypes": KV_DTYPES,
+    }
     status = 200
     try:
         result = compute_cost(CostQuery.model_validate(params))
         context.update(result=result, form=_form_values(result), figures=cost_figures(result))
+        context.update(kv_element=kv_element_text(result), fit=fit_view(result))
+        context["kv_dtypes"] = KV_DTYPES
         context["query_string"] = urlencode({k: v for k, v in context["form"].items() if v != ""})
     except ValidationError as exc:
         context.update(errors=validation_errors(exc.errors()), form=params)

@@ -1,119 +1,14 @@
 """Published attention configurations of real models, each with where it was read.
 
-Each preset holds the attention fields of the model's config.json on its Hugging Face Hub
-page, under the names that file uses, and `read_config` reads layers, heads, key/value
-heads, head width, context and sliding window from them the way a runtime does: the head
-width is `head_dim` when the file states one (Gemma 2: 256, although hidden_size / heads =
-3584 / 16 = 224), else hidden_size / heads; `multi_query: true` means one key/value head;
-a `sliding_window` counts only when `use_sliding_window` is not false. What config.json
-leaves out (Falcon-7B's context, which of Gemma 2's layers are local) comes from the model
-card or paper named in `source`. Nothing is fetched at run time.
+Each preset holds the attention fields of the model's config.json on its Hugging Face Hub page,
+under the names that file uses; app/features/cost/preset_reader.py reads them the way a runtime
+does. Nothing is fetched at run time.
 """
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 from app.core.i18n import N_
-from app.math.cost import AttentionConfig
+from app.features.cost.preset_reader import ModelPreset
 
-ConfigValue = int | bool
-FIELD_NAMES = {  # our name: the names config.json files use for it, GPT-2's last
-    "layers": ("num_hidden_layers", "n_layer"),
-    "heads": ("num_attention_heads", "n_head"),
-    "hidden_size": ("hidden_size", "n_embd"),
-    "max_context": ("max_position_embeddings", "n_positions"),
-}
-
-
-def _field(config: Mapping[str, ConfigValue], ours: str) -> int | None:
-    for name in FIELD_NAMES[ours]:
-        if name in config:
-            return int(config[name])
-    return None
-
-
-@dataclass(frozen=True)
-class ModelPreset:
-    id: str
-    name: str
-    config: Mapping[str, ConfigValue]  # the attention fields of config.json, as published
-    source: str
-    notes: str = ""
-    decoder: bool = True
-    context: int | None = None  # when config.json does not state it
-    window_layer_indices: tuple[int, ...] | None = None  # None: every layer, when windowed
-
-    @property
-    def layers(self) -> int:
-        return _field(self.config, "layers") or 0
-
-    @property
-    def heads(self) -> int:
-        return _field(self.config, "heads") or 0
-
-    @property
-    def hidden_size(self) -> int:
-        return _field(self.config, "hidden_size") or 0
-
-    @property
-    def kv_heads(self) -> int:
-        if self.config.get("multi_query"):
-            return 1
-        return int(self.config.get("num_key_value_heads", self.heads))
-
-    @property
-    def head_dim(self) -> int:
-        return int(self.config.get("head_dim", self.hidden_size // self.heads))
-
-    @property
-    def max_context(self) -> int:
-        return self.context or _field(self.config, "max_context") or 0
-
-    @property
-    def window(self) -> int | None:
-        if self.config.get("use_sliding_window") is False or "sliding_window" not in self.config:
-            return None
-        return int(self.config["sliding_window"])
-
-    @property
-    def windowed_layer_indices(self) -> tuple[int, ...]:
-        if self.window is None:
-            return ()
-        return self.window_layer_indices or tuple(range(self.layers))
-
-    @property
-    def window_layers(self) -> int | None:
-        return len(self.windowed_layer_indices) if self.window is not None else None
-
-    @property
-    def attention(self) -> AttentionConfig:
-        """The configuration the calculator uses; a window on every layer is stated as such
-        (window_layers None), so that overriding `layers` keeps every layer windowed."""
-        some = self.window_layers if self.window_layers != self.layers else None
-        return AttentionConfig(
-            self.layers, self.heads, self.kv_heads, self.head_dim, self.window, some
-        )
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "layers": self.layers,
-            "heads": self.heads,
-            "kv_heads": self.kv_heads,
-            "head_dim": self.head_dim,
-            "hidden_size": self.hidden_size,
-            "max_context": self.max_context,
-            "window": self.window,
-            "window_layers": self.window_layers,
-            "window_layer_indices": list(self.windowed_layer_indices),
-            "attention": self.attention.kind,
-            "decoder": self.decoder,
-            "source": self.source,
-            "config_fields": dict(self.config),
-            "notes": self.notes,
-        }
-
+__all__ = ["PRESETS", "PRESETS_BY_ID", "ModelPreset"]
 
 PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
@@ -297,6 +192,138 @@ PRESETS: tuple[ModelPreset, ...] = (
             "Multi-head attention with heads 3072 / 32 = 96 wide. The config sets a "
             "2,047-token sliding window on every layer; a runtime that ignores it keeps all "
             "4,096 tokens (clear the window field to see that size)."
+        ),
+    ),
+    ModelPreset(
+        id="gpt-oss-120b",
+        name="gpt-oss-120b",
+        window_layer_indices=tuple(range(0, 36, 2)),
+        source=(
+            "config.json of openai/gpt-oss-120b on the Hugging Face Hub (layer_types alternates "
+            "sliding_attention and full_attention, starting with sliding); OpenAI (2025), "
+            "gpt-oss-120b & gpt-oss-20b Model Card"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "head_dim": 64,
+            "hidden_size": 2880,
+            "max_position_embeddings": 131072,
+            "sliding_window": 128,
+        },
+        notes=N_(
+            "Layers alternate: the even-numbered ones (0, 2, …, 34) see only the last 128 "
+            "tokens, the odd ones the whole context. Past 128 tokens only the 18 global layers "
+            "grow the cache. head_dim is 64 although hidden_size / heads = 2880 / 64 = 45."
+        ),
+    ),
+    ModelPreset(
+        id="deepseek-v2",
+        name="DeepSeek-V2",
+        source=(
+            "config.json of deepseek-ai/DeepSeek-V2 on the Hugging Face Hub; DeepSeek-AI "
+            "(2024), DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts "
+            "Language Model (multi-head latent attention)"
+        ),
+        config={
+            "num_hidden_layers": 60,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "hidden_size": 5120,
+            "max_position_embeddings": 163840,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128,
+            "v_head_dim": 128,
+        },
+        notes=N_(
+            "Multi-head latent attention: each layer caches one compressed row of 512 numbers "
+            "and one shared RoPE key of 64 per token, 576 in all, instead of a K and a V row "
+            "for each of its 128 heads (2 × 128 × 128 = 32,768 numbers)."
+        ),
+    ),
+    ModelPreset(
+        id="gemma-3-27b",
+        name="Gemma-3-27B",
+        window_layer_indices=tuple(i for i in range(62) if (i + 1) % 6),
+        source=(
+            "text_config in config.json of google/gemma-3-27b-it on the Hugging Face Hub "
+            "(sliding_window_pattern 6); Gemma Team (2025), Gemma 3 Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 62,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 16,
+            "head_dim": 128,
+            "hidden_size": 5376,
+            "max_position_embeddings": 131072,
+            "sliding_window": 1024,
+            "sliding_window_pattern": 6,
+        },
+        notes=N_(
+            "Five local layers with a 1,024-token window for every global one: layers 5, 11, "
+            "…, 59 (10 of 62) see the whole context, the other 52 the last 1,024 tokens. "
+            "head_dim is 128 although hidden_size / heads = 5376 / 32 = 168."
+        ),
+    ),
+    ModelPreset(
+        id="qwen3-8b",
+        name="Qwen3-8B",
+        source=(
+            "config.json of Qwen/Qwen3-8B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
+            "Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "hidden_size": 4096,
+            "max_position_embeddings": 40960,
+        },
+        notes=N_(
+            "Qwen3 states head_dim outright (128). Here it happens to equal hidden_size / heads "
+            "= 4096 / 32; in Qwen3-4B it does not, so a calculator must read the field."
+        ),
+    ),
+    ModelPreset(
+        id="qwen3-4b",
+        name="Qwen3-4B",
+        source=(
+            "config.json of Qwen/Qwen3-4B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
+            "Technical Report"
+        ),
+        config={
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "hidden_size": 2560,
+            "max_position_embeddings": 40960,
+        },
+        notes=N_(
+            "head_dim is 128 although hidden_size / heads = 2560 / 32 = 80: a calculator that "
+            "divides would count 37.5% too little cache."
+        ),
+    ),
+    ModelPreset(
+        id="llama-3.1-8b",
+        name="Llama-3.1-8B",
+        source=(
+            "config.json of meta-llama/Llama-3.1-8B on the Hugging Face Hub; Llama Team "
+            "(2024), The Llama 3 Herd of Models"
+        ),
+        config={
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "hidden_size": 4096,
+            "max_position_embeddings": 131072,
+        },
+        notes=N_(
+            "The same attention as Llama-3-8B with a 131,072-token context: at full length one "
+            "sequence's cache is 16 GiB in bf16."
         ),
     ),
 )

@@ -10,7 +10,7 @@ from app.features.cost.measure import MeasurementCache
 from app.features.cost.page import cost_measurement, cost_page_context
 from app.features.cost.schemas import CostQuery
 from app.features.cost.service import compute_cost, preset_list
-from app.web.deps import ErrorResponse
+from app.web.deps import ErrorResponse, PageQuery, page_query
 from app.web.json_io import JSONResponse
 from app.web.templating import templates
 
@@ -53,8 +53,12 @@ def cost_page(
 
 
 @pages.get("/cost", response_class=HTMLResponse)
-async def cost_html(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
+async def cost_html(
+    request: Request,
+    query: Annotated[PageQuery, page_query(CostQuery, "measure")],
+    measurements: MeasurementsDep,
+) -> HTMLResponse:
     """Async so that waiting for a timing run holds no thread; the page is built in one."""
-    params = dict(request.query_params)
+    params = query.last()
     measured = await cost_measurement(params, measurements)
     return await run_in_threadpool(cost_page, request, params, measured)

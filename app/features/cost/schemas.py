@@ -48,6 +48,25 @@ class CostQuery(BaseModel):
     window_layers: Count | None = Field(
         None, description="How many layers use the window (default all); the rest are global."
     )
+    kv_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int4", "q8_0", "q4_0"] | None = Field(
+        None,
+        description="The KV cache's element type (default: dtype); q8_0 stores 32 values in 34 "
+        "bytes, q4_0 in 18 (llama.cpp's blocks).",
+    )
+    kv_lora_rank: Count | None = Field(
+        None,
+        description="Multi-head latent attention: the cache holds kv_lora_rank + rope_head_dim "
+        "numbers per token per layer instead of K and V per key/value head.",
+    )
+    rope_head_dim: int | None = Field(
+        None, ge=0, le=MAX_COUNT, description="MLA's shared RoPE key width (with kv_lora_rank)."
+    )
+    sinks: int | None = Field(
+        None, ge=0, le=MAX_SEQ_LEN, description="Tokens from the start that windowed layers keep."
+    )
+    weight_bytes: int | None = Field(
+        None, ge=0, le=2**60, description="Memory the model's weights take on the GPU, in bytes."
+    )
     gpu_memory_gib: float = Field(
         24.0, ge=0.001, le=1_048_576, allow_inf_nan=False, description="GPU memory in GiB (2³⁰ B)."
     )

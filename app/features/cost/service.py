@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 
 from app.core.errors import InputError
+from app.core.i18n import format_number, gettext
 from app.core.limits import MAX_SEQ_LEN
+from app.core.rules import kv_heads_problem
 from app.features.cost.presets import PRESETS, PRESETS_BY_ID, ModelPreset
 from app.features.cost.schemas import CostQuery
 from app.math import cost
@@ -66,6 +68,26 @@ def element_size(query: CostQuery) -> tuple[Fraction, str | None]:
     return size, query.dtype
 
 
+def kv_element_size(query: CostQuery, b: Fraction, dtype: str | None) -> tuple[Fraction, str]:
+    """The cache's bytes per element: kv_dtype, else the element type of everything else."""
+    if query.kv_dtype is None:
+        return b, dtype or f"{_number(b)} bytes"
+    return cost.KV_DTYPE_BYTES[query.kv_dtype], query.kv_dtype
+
+
+def _latent(query: CostQuery, base: AttentionConfig) -> tuple[int | None, int]:
+    """(kv_lora_rank, rope_head_dim): the query's, else the preset's; rope needs a rank."""
+    if query.rope_head_dim is not None and query.kv_lora_rank is None and base.kv_lora_rank is None:
+        raise _query_error(
+            "rope_head_dim",
+            "rope_head_dim is the width of the RoPE key that multi-head latent attention caches "
+            "beside its compressed row; give kv_lora_rank too, or leave rope_head_dim out",
+        )
+    rank = query.kv_lora_rank or base.kv_lora_rank
+    rope = query.rope_head_dim if query.rope_head_dim is not None else base.rope_head_dim
+    return rank, rope if rank is not None else 0
+
+
 def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionConfig:
     """The attention configuration: the query's values, else the preset's, else the defaults
     (one head of width 128 in one layer; as many key/value heads as query heads)."""
@@ -76,13 +98,9 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
     head_dim = query.head_dim or base.head_dim
     window = query.window or base.window
     window_layers = query.window_layers or (base.window_layers if window == base.window else None)
-    if heads % kv_heads:
-        raise _query_error(
-            "kv_heads",
-            f"kv_heads is {kv_heads} but heads is {heads}; kv_heads must divide heads so that "
-            f"every key/value head serves the same number of query heads (try "
-            f"{_divisors_hint(heads)})",
-        )
+    problem = kv_heads_problem(heads, kv_heads)
+    if problem:
+        raise _query_error("kv_heads", problem)
     if window_layers is not None and window is None:
         raise _query_error(
             "window_layers",
@@ -95,13 +113,17 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
             f"window_layers is {window_layers} but the model has only {layers} layers; "
             f"use at most {layers}",
         )
-    return AttentionConfig(layers, heads, kv_heads, head_dim, window, window_layers)
-
-
-def _divisors_hint(heads: int) -> str:
-    divisors = [g for g in range(1, heads + 1) if heads % g == 0]
-    shown = divisors if len(divisors) <= 8 else [*divisors[:4], *divisors[-3:]]
-    return ", ".join(str(g) for g in shown)
+    if query.sinks and window is None:
+        raise _query_error(
+            "sinks",
+            f"sinks = {query.sinks} are tokens a windowed layer keeps beside its window, but no "
+            "window is set; give window too, or leave sinks out",
+        )
+    rank, rope = _latent(query, base)
+    sinks = query.sinks or 0
+    return AttentionConfig(
+        layers, heads, kv_heads, head_dim, window, window_layers, sinks, rank, rope
+    )
 
 
 def _number(value: Fraction) -> str:
@@ -120,16 +142,21 @@ def _grid(lo: int, hi: int, extra: list[int]) -> list[int]:
 
 
 def kv_series(config: AttentionConfig) -> list[tuple[str, AttentionConfig]]:
-    """MHA vs GQA vs MQA vs a sliding window, around the chosen configuration."""
+    """MHA vs GQA vs MQA vs a sliding window (vs latent attention), around the chosen one."""
     plain = AttentionConfig(config.layers, config.heads, config.kv_heads, config.head_dim)
     series = [(f"MHA (g = h = {config.heads})", _with_kv(plain, config.heads))]
+    if config.kind == "MLA":
+        width = config.kv_lora_rank + config.rope_head_dim
+        series.append((f"MLA (r + d_rope = {width:,})", config))
+        return series
     if config.kind == "GQA":
         series.append((f"GQA (g = {config.kv_heads})", plain))
     if config.heads > 1:
         series.append(("MQA (g = 1)", _with_kv(plain, 1)))
     if config.window is not None:
+        sinks = f" + {config.sinks:,} sinks" if config.sinks else ""
         label = (
-            f"{config.kind} (g = {config.kv_heads}), window {config.window:,} on "
+            f"{config.kind} (g = {config.kv_heads}), window {config.window:,}{sinks} on "
             f"{config.windowed_layers} of {config.layers} layers"
         )
         series.append((label, config))
@@ -154,15 +181,17 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
     """The whole /api/cost result."""
     preset = find_preset(query.preset)
     b, dtype = element_size(query)
+    kv_b, kv_dtype = kv_element_size(query, b, dtype)
     config = resolve_config(query, preset)
     n, batch = query.seq_len, query.batch
     gpu_bytes = cost.gib_to_bytes(query.gpu_memory_gib)
+    weights = query.weight_bytes or 0
 
     def dense_layer(m: int) -> int:
         return config.score_bytes_per_layer(m, b, batch)
 
     def kv_at(m: int) -> int:
-        return config.kv_cache_bytes(m, b, batch)
+        return config.kv_cache_bytes(m, kv_b, batch)
 
     score_bytes_per_layer = dense_layer(n)
     kv_bytes = kv_at(n)
@@ -195,13 +224,31 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         "causal_prefill_flops": config.causal_prefill_flops(n, batch),
         "decode_flops_per_head": cost.decode_flops_per_head(n, config.head_dim),
         "decode_flops": config.decode_flops(n, batch),
-        "kv_cache_bytes_per_token": cost.kv_cache_bytes_per_token(
-            config.layers, config.kv_heads, config.head_dim, b
+        "kv_cache_bytes_per_token": config.kv_cache_bytes_per_token(kv_b),
+        "kv_cache_bytes_per_token_global": (
+            config.kv_cache_bytes(n, kv_b) - config.kv_cache_bytes(n - 1, kv_b) if n > 1 else None
         ),
         "kv_cache_bytes": kv_bytes,
         "kv_cached_tokens_windowed": (
-            cost.cached_tokens(n, config.window) if config.window is not None else None
+            cost.cached_tokens(n, config.window, config.sinks)
+            if config.window is not None
+            else None
         ),
+        "kv_dtype": kv_dtype,
+        "kv_dtype_requested": query.kv_dtype,
+        "kv_bytes_per_element": float(kv_b),
+        "kv_bytes_per_element_exact": [kv_b.numerator, kv_b.denominator],
+        "kv_elements_per_token_layer": cost.kv_elements_per_token_layer(
+            config.kv_heads, config.head_dim, config.kv_lora_rank, config.rope_head_dim
+        ),
+        "kv_lora_rank": config.kv_lora_rank,
+        "rope_head_dim": config.rope_head_dim if config.kv_lora_rank is not None else None,
+        "sinks": config.sinks if config.window is not None else None,
+        "weight_bytes": weights,
+        "fits": kv_bytes + weights <= gpu_bytes,
+        "max_seq_len": config.max_seq_len(kv_b, batch, gpu_bytes, weights, MAX_SEQ_LEN),
+        "max_batch": config.max_batch(n, kv_b, gpu_bytes, weights),
+        "warnings": cost_warnings(query, preset, config, kv_bytes, weights, gpu_bytes),
         "gpu": {
             "memory_gib": query.gpu_memory_gib,
             "memory_bytes": gpu_bytes,
@@ -214,6 +261,8 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         },
     }
     fields["sizes"] = {name: size_of(fields[name]) for name in BYTE_FIELDS}
+    fields["sizes"]["weight_bytes"] = size_of(weights)
+    fields["sizes"]["kv_and_weights"] = size_of(kv_bytes + weights)
     fields["sizes"]["gpu_memory"] = size_of(gpu_bytes)
     fields["scaling"] = [
         {
@@ -225,7 +274,7 @@ def compute_cost(query: CostQuery) -> dict[str, Any]:
         for m in (n, 2 * n, 4 * n)
         if m <= MAX_SEQ_LEN
     ]
-    fields["curves"] = curves(config, n, b, batch, [kv_fit, dense_fit])
+    fields["curves"] = curves(config, n, b, kv_b, batch, [kv_fit, dense_fit])
     return fields
 
 
@@ -233,6 +282,7 @@ def curves(
     config: AttentionConfig,
     n: int,
     b: Fraction,
+    kv_b: Fraction,
     batch: int,
     capacities: list[int],
 ) -> dict[str, Any]:
@@ -253,10 +303,60 @@ def curves(
         "row_stats_bytes_per_layer": over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
         "qkvo_bytes_per_layer": over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
         "kv_cache_bytes": {
-            label: over(lambda m, c=c: c.kv_cache_bytes(m, b, batch)) for label, c in kv
+            label: over(lambda m, c=c: c.kv_cache_bytes(m, kv_b, batch)) for label, c in kv
         },
         "kv_chosen": next(label for label, c in kv if c == config),
     }
+
+
+def cost_warnings(
+    query: CostQuery,
+    preset: ModelPreset | None,
+    config: AttentionConfig,
+    kv_bytes: int,
+    weights: int,
+    gpu_bytes: int,
+) -> list[str]:
+    """Sentences about answers that are exact but may not mean what the reader hopes."""
+    warnings = []
+    if preset is not None and preset.max_context and query.seq_len > preset.max_context:
+        warnings.append(
+            gettext(
+                "seq_len is %(n)s but %(model)s was built for at most %(max)s tokens; the "
+                "cache size is still counted, but the model was never trained to use positions "
+                "that far."
+            )
+            % {
+                "n": format_number(query.seq_len),
+                "model": preset.name,
+                "max": format_number(preset.max_context),
+            }
+        )
+    if weights > gpu_bytes:
+        warnings.append(
+            gettext("The weights alone (%(w)s) are larger than the GPU memory (%(gpu)s).")
+            % {"w": cost.binary_size(weights).text, "gpu": cost.binary_size(gpu_bytes).text}
+        )
+    elif kv_bytes + weights > gpu_bytes:
+        warnings.append(
+            gettext(
+                "The KV cache and the weights (%(total)s) do not fit in the GPU memory "
+                "(%(gpu)s): shorten the sequence, shrink the batch or quantize the cache."
+            )
+            % {
+                "total": cost.binary_size(kv_bytes + weights).text,
+                "gpu": cost.binary_size(gpu_bytes).text,
+            }
+        )
+    if config.window is not None and config.global_layers == 0:
+        warnings.append(
+            gettext(
+                "Every layer is windowed, so the cache stops growing at %(w)s tokens: any "
+                "length fits once that much does."
+            )
+            % {"w": format_number(config.window + config.sinks)}
+        )
+    return warnings
 
 
 def preset_list() -> list[dict[str, object]]:

@@ -10,14 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.errors import InputError, validation_errors
 from app.core.i18n import gettext
-from app.features.heads.schemas import HeadsRequest
+from app.core.limits import HARD_MAX_HEADS, HARD_MAX_WIDTH
+from app.core.rules import grouped_query_kv_heads, kv_head_choices, nearest_kv_heads
+from app.features.heads.schemas import HeadsRequest, HeadsResult
 from app.features.heads.service import compute_heads
 from app.features.stages.page import head_stages
 from app.features.stages.schemas import MaskSpec, PositionalKind
 from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
-from app.web.figures import Series, heatmap, log_log_lines, thumbnail
+from app.web.figures import Series, TitledFigure, heatmap, log_log_lines, thumbnail
 
 HEADS_PAGE_MAX_TOKENS = 32
 
@@ -31,15 +33,15 @@ class HeadsForm(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     text: str = Field("the cat sat on the mat", max_length=2000)
-    d_model: int = Field(8, ge=1, le=64)
-    heads: int = Field(4, ge=1, le=16)
-    kv_heads: int = Field(2, ge=1, le=16)
-    d_head: int = Field(4, ge=1, le=64)
+    d_model: int = Field(8, ge=1, le=HARD_MAX_WIDTH)
+    heads: int = Field(4, ge=1, le=HARD_MAX_HEADS)
+    kv_heads: int = Field(2, ge=1, le=HARD_MAX_HEADS)
+    d_head: int = Field(4, ge=1, le=HARD_MAX_WIDTH)
     mask: Literal["bidirectional", "causal"] = "bidirectional"
     positional: PositionalKind = "none"
     scale: Literal["on", "off"] = "on"
     seed: int = Field(0, ge=0, le=2**32 - 1)
-    head: int = Field(0, ge=0, le=15)
+    head: int = Field(0, ge=0, le=HARD_MAX_HEADS - 1)
     preset: Literal["mha", "gqa", "mqa"] | None = None
 
     def params(self, **changes: Any) -> str:
@@ -48,16 +50,12 @@ class HeadsForm(BaseModel):
         return urlencode(values)
 
 
-def gqa_kv_heads(heads: int) -> int | None:
-    """The grouped-query preset: the fewest groups larger than 1 (h = 8 → g = 2)."""
-    return next((g for g in range(2, heads) if heads % g == 0), None)
-
-
 def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
     """Apply a preset, and move a g that does not divide h to the nearest divisor below."""
     h = form.heads
-    wanted = {"mha": h, "gqa": gqa_kv_heads(h) or h, "mqa": 1}.get(form.preset or "", form.kv_heads)
-    g = max(d for d in range(1, min(wanted, h) + 1) if h % d == 0)
+    grouped = grouped_query_kv_heads(h) or h
+    wanted = {"mha": h, "gqa": grouped, "mqa": 1}.get(form.preset or "", form.kv_heads)
+    g = nearest_kv_heads(h, wanted)
     note = None
     if g != wanted:
         note = gettext(
@@ -95,56 +93,50 @@ def heads_request(form: HeadsForm) -> HeadsRequest:
     )
 
 
-def matrix_figure(matrix: Any, rows: list[str], title: str, x_title: str) -> dict[str, Any]:
+def matrix_figure(matrix: Any, rows: list[str], title: str, x_title: str) -> TitledFigure:
     columns = [str(j) for j in range(np.shape(matrix)[1])]
-    return heatmap(matrix, columns, rows, title, "diverging", x_title=x_title, y_title="")
+    fig = heatmap(matrix, columns, rows, title, "diverging", x_title=x_title, y_title="")
+    return TitledFigure(fig, title, columns)
 
 
-def heads_figures(result: dict[str, Any], selected: int) -> dict[str, Any]:
+def heads_figures(result: HeadsResult, selected: int) -> dict[str, Any]:
     """Small multiples of every head's weights, the chosen head's stage strip, and the
     concatenation, W_O and output as matrices."""
-    tokens = result["tokens"]
-    h, d_head = len(result["heads"]), result["d_head"]
-    head = result["heads"][selected]
-    one = {  # the projections saw x with position added (x itself unless sinusoidal)
-        **head,
-        "tokens": tokens,
-        "x": result["x_positioned"],
-        "scale_factor": result["scale_factor"],
-        "d_k": d_head,
-    }
+    tokens = result.tokens
+    h, d_head = len(result.heads), result.d_head
     concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
     return {
         "thumbs": [
             thumbnail(
-                heatmap(s["weights"], tokens, tokens, ""),
-                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s["kv_head"]},
+                heatmap(s.weights, tokens, tokens, ""),
+                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s.kv_head},
             )
-            for i, s in enumerate(result["heads"])
+            for i, s in enumerate(result.heads)
         ],
-        "view": head_stages(one),
+        "view": head_stages(result.head(selected)),
         "concat": matrix_figure(
-            result["concat"], tokens, "concat (n × h·d_head)", gettext("head · column")
+            result.concat, tokens, "concat (n × h·d_head)", gettext("head · column")
         ),
         "w_o": matrix_figure(
-            result["w_o"], concat_columns, "W_O ((h·d_head) × d_model)", gettext("model dimension")
+            result.w_o, concat_columns, "W_O ((h·d_head) × d_model)", gettext("model dimension")
         ),
         "output": matrix_figure(
-            result["output"], tokens, gettext("output = concat · W_O"), gettext("model dimension")
+            result.output, tokens, gettext("output = concat · W_O"), gettext("model dimension")
         ),
     }
 
 
-def scaling_figures(curves: dict[str, list]) -> dict[str, dict[str, Any]]:
+def scaling_figures(curves: dict[str, list]) -> dict[str, TitledFigure]:
     """The √d_k panel: four measures against d_k, with and without the division."""
     d_k = curves["d_k"]
 
-    def pair(measure: str, title: str, y_title: str) -> dict[str, Any]:
+    def pair(measure: str, title: str, y_title: str) -> TitledFigure:
         series = [
             Series("÷ √d_k", curves[f"scaled_{measure}"]),
             Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
         ]
-        return log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
+        fig = log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
+        return TitledFigure(fig, title, [])
 
     return {
         "score_std": pair(
@@ -173,7 +165,8 @@ def heads_page(params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
         "form": form,
         "note": note,
         "errors": errors,
-        "gqa": gqa_kv_heads(form.heads),
+        "gqa": grouped_query_kv_heads(form.heads),
+        "kv_head_choices": kv_head_choices(form.heads),
         "head_urls": [f"/heads?{form.params(head=i)}" for i in range(form.heads)],
         "scaling": saturation(form.seed % 1000),
         "result": None,
@@ -188,7 +181,7 @@ def heads_page(params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
     except ValidationError as exc:
         errors.extend(e["msg"] for e in validation_errors(exc.errors()))
         return context
-    kv = [s["kv_head"] for s in result["heads"]]
+    kv = [s.kv_head for s in result.heads]
     context.update(
         result=result,
         request_json=req.model_dump(exclude_defaults=True),

@@ -1,9 +1,9 @@
 """The request and response shapes of POST /api/heads."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -11,9 +11,10 @@ from pydantic import (
     model_validator,
 )
 
+from app.core import arrays
+from app.features.stages.results import OneHead, StageFields
 from app.features.stages.schemas import (
     HeadCount,
-    HeadResponse,
     Matrix,
     SequenceRequest,
     Tensor,
@@ -75,31 +76,50 @@ class HeadsRequest(SequenceRequest):
         return self
 
 
-class HeadsHeadResponse(HeadResponse):
-    kv_head: int = Field(description="The key/value head this query head used: ⌊i / (h / g)⌋.")
+@dataclass(frozen=True, kw_only=True)
+class QueryHead(StageFields):
+    """One query head's stages, and the key/value head it used: ⌊i / (h / g)⌋."""
+
+    kv_head: int
 
 
-class KvCacheResponse(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class KvCachePerToken:
+    """K and V bytes per token for one layer: this configuration, and plain multi-head."""
+
     bytes_per_element: int
-    this: int = Field(description="K and V bytes per token, one layer, this configuration.")
-    multi_head: int = Field(description="The same with g = h (plain multi-head attention).")
+    this: int  # g key/value heads
+    multi_head: int  # the same with g = h
 
 
-class HeadsResponse(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class HeadsResult:
+    """The whole /api/heads answer: the inputs used, every head's stages, concat, W_O, output."""
+
     tokens: list[str]
     d_model: int
     d_head: int
     kv_heads: int
     scale_factor: float
     positional: Positional
-    x: list[list[float]]
-    x_positioned: list[list[float]]
-    w_q: list[list[list[float]]]
-    w_k: list[list[list[float]]]
-    w_v: list[list[list[float]]]
-    w_o: list[list[float]]
+    x: arrays.Matrix  # (n, d_model)
+    x_positioned: arrays.Matrix  # what the projections saw: x + PE for sinusoidal, else x
+    w_q: arrays.Tensor3  # (h, d_model, d_head)
+    w_k: arrays.Tensor3  # (g, d_model, d_head)
+    w_v: arrays.Tensor3  # (g, d_model, d_head)
+    w_o: arrays.Matrix  # (h·d_head, d_model)
     mask: dict[str, Any]
-    heads: list[HeadsHeadResponse]
-    concat: list[list[float]] = Field(description="n × h·d_head: head outputs in head order.")
-    output: list[list[float]] = Field(description="n × d_model: concat · W_O.")
-    kv_cache_bytes_per_token: KvCacheResponse
+    heads: list[QueryHead]
+    concat: arrays.Matrix  # (n, h·d_head): the heads' outputs side by side, in head order
+    output: arrays.Matrix  # (n, d_model): concat · W_O
+    kv_cache_bytes_per_token: KvCachePerToken
+
+    def head(self, i: int) -> OneHead:
+        """Query head i for the stage strip: its projections saw x with position added."""
+        return OneHead(
+            **self.heads[i].fields(),
+            tokens=self.tokens,
+            x=self.x_positioned,
+            d_k=self.d_head,
+            scale_factor=self.scale_factor,
+        )

@@ -1,13 +1,13 @@
 """From a HeadsRequest to the /api/heads result: every head's stages, the concatenation, W_O."""
 
-from typing import Any
-
 import numpy as np
 
 from app.core.errors import InputError
-from app.features.heads.schemas import HeadsRequest
+from app.core.rules import kv_heads_problem
+from app.features.heads.schemas import HeadsRequest, HeadsResult, KvCachePerToken, QueryHead
+from app.features.stages.results import StageFields
 from app.features.stages.schemas import check_limits, check_mask
-from app.features.stages.service import check_rope, mask_of, resolve_sequence, stage_fields
+from app.features.stages.service import check_rope, mask_of, resolve_sequence
 from app.math import attention as att
 from app.math import heads as mh
 from app.math.cost import kv_cache_bytes_per_token
@@ -70,7 +70,7 @@ def _output_projection(req: HeadsRequest, rows: int, d_model: int) -> np.ndarray
     return np.array(req.w_o, dtype=float)
 
 
-def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
+def compute_heads(req: HeadsRequest, settings: Settings) -> HeadsResult:
     """The whole /api/heads result: every head's stages, the concatenation, W_O, output."""
     tokens, x, _ = resolve_sequence(req)
     n, d_model = x.shape
@@ -78,13 +78,9 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
     g = req.kv_heads or h
     given = next((w[0] for w in (req.w_q, req.w_k, req.w_v) if w is not None), None)
     d_head = req.d_head or (len(given[0]) if given is not None else DEFAULT_D_HEAD)
-    if h % g:
-        divisors = ", ".join(str(d) for d in range(1, h + 1) if h % d == 0)
-        raise InputError(
-            ("kv_heads",),
-            f"kv_heads is {g} but heads is {h}, and {g} does not divide {h}; every key/value "
-            f"head must serve the same number of query heads, so pick kv_heads from {divisors}",
-        )
+    problem = kv_heads_problem(h, g)
+    if problem:
+        raise InputError(("kv_heads",), problem)
     if h > settings.max_heads:
         raise InputError(
             ("heads",), f"heads is {h} but this server allows at most {settings.max_heads}"
@@ -108,29 +104,29 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> dict[str, Any]:
 
     allowed = mask_of(req.mask, n)
     stages = mh.multi_head_attention(x, w_q, w_k, w_v, allowed, req.scale, req.positional, w_o)
-    return {
-        "tokens": tokens,
-        "d_model": d_model,
-        "d_head": d_head,
-        "kv_heads": g,
-        "scale_factor": stages.heads[0].scale_factor,
-        "positional": req.positional,
-        "x": x,
-        "x_positioned": stages.x_in,
-        "w_q": w_q,
-        "w_k": w_k,
-        "w_v": w_v,
-        "w_o": w_o,
-        "mask": req.mask.model_dump(exclude_none=True),
-        "heads": [
-            {**stage_fields(s), "kv_head": kv}
+    return HeadsResult(
+        tokens=tokens,
+        d_model=d_model,
+        d_head=d_head,
+        kv_heads=g,
+        scale_factor=stages.heads[0].scale_factor,
+        positional=req.positional,
+        x=x,
+        x_positioned=stages.x_in,
+        w_q=w_q,
+        w_k=w_k,
+        w_v=w_v,
+        w_o=w_o,
+        mask=req.mask.model_dump(exclude_none=True),
+        heads=[
+            QueryHead(**StageFields.of(s).fields(), kv_head=kv)
             for s, kv in zip(stages.heads, stages.kv_head, strict=True)
         ],
-        "concat": stages.concat,
-        "output": stages.output,
-        "kv_cache_bytes_per_token": {
-            "bytes_per_element": KV_BYTES_PER_ELEMENT,
-            "this": kv_cache_bytes_per_token(1, g, d_head, KV_BYTES_PER_ELEMENT),
-            "multi_head": kv_cache_bytes_per_token(1, h, d_head, KV_BYTES_PER_ELEMENT),
-        },
-    }
+        concat=stages.concat,
+        output=stages.output,
+        kv_cache_bytes_per_token=KvCachePerToken(
+            bytes_per_element=KV_BYTES_PER_ELEMENT,
+            this=kv_cache_bytes_per_token(1, g, d_head, KV_BYTES_PER_ELEMENT),
+            multi_head=kv_cache_bytes_per_token(1, h, d_head, KV_BYTES_PER_ELEMENT),
+        ),
+    )

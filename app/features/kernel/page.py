@@ -8,37 +8,75 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from pydantic import Field, ValidationError
 
 from app.core.errors import InputError
-from app.core.i18n import gettext
+from app.core.i18n import N_, gettext
 from app.core.limits import HARD_MAX_TOKENS
-from app.features.kernel.schemas import DecodeRequest, TiledRequest
+from app.features.kernel.schemas import MAX_SRAM_ELEMENTS, DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
+from app.features.kernel.traffic import traffic_view
 from app.features.lab.page import MASK_MODES, LabPage
-from app.features.lab.state import StateError, integer
+from app.features.lab.state import LabParams, StateError, Text, integer
 from app.features.lab.url import encode
 from app.features.stages.page import FULL_TABLES_UP_TO, head_stages
 from app.settings import Settings
 from app.web.figures import heatmap, progress_map
 from app.web.templating import fmt
 
-# The page's own parameters, besides the lab state (app/features/lab/state.py): tile sizes, prompt
-# length, and where each walk-through stands.
-KERNEL_PARAMS = ("block_q", "block_k", "prompt", "step", "decode_step")
+
+class KernelParams(LabParams):
+    """The /kernel page's URL: the lab state, plus tile sizes, prompt length, and where each
+    walk-through stands."""
+
+    block_q: Text = Field(None, description="Query rows per tile.")
+    block_k: Text = Field(None, description="Key rows per tile.")
+    prompt: Text = Field(None, description="Tokens in the prefill before decoding.")
+    step: Text = Field(None, description="The tiled walk-through's step.")
+    decode_step: Text = Field(None, description="The decoding walk-through's step.")
+    order: Text = Field(None, description="fa2 (query blocks outside) or fa1.")
+    sram_elements: Text = Field(None, description="On-chip memory M, in numbers.")
+    cache: Text = Field(None, description="The decoding cache: full, window or sinks.")
+    cache_window: Text = Field(None, description="Positions the window keeps.")
+    sinks: Text = Field(None, description="First positions the sinks policy keeps.")
+
+
 LAST_STEP = 10**6  # a step past the end shows the last one
+CHOICES = {"order": ("fa2", "fa1"), "cache": ("full", "window", "sinks")}
+ORDER_LABELS = {
+    "fa2": N_("FlashAttention-2: query blocks outside"),
+    "fa1": N_("FlashAttention-1: key/value blocks outside"),
+}
+POLICY_LABELS = {
+    "full": N_("full: keep every position"),
+    "window": N_("window: keep the last w positions"),
+    "sinks": N_("sinks + window: keep the first s and the last w"),
+}
 
 
-def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int], list[str]]:
-    """The page's own numbers from the URL; a bad one is reported and left at its default."""
+def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int | str], list[str]]:
+    """The page's own values from the URL; a bad one is reported and left at its default."""
     bounds = {
         "block_q": (1, HARD_MAX_TOKENS),
         "block_k": (1, HARD_MAX_TOKENS),
         "prompt": (1, n),
         "step": (0, LAST_STEP),
         "decode_step": (0, LAST_STEP),
+        "sram_elements": (1, MAX_SRAM_ELEMENTS),
+        "cache_window": (1, HARD_MAX_TOKENS),
+        "sinks": (0, HARD_MAX_TOKENS),
     }
-    values: dict[str, int] = {}
+    values: dict[str, int | str] = {}
     problems = []
+    for name, allowed in CHOICES.items():
+        text = params.get(name, "").strip()
+        if text in allowed:
+            values[name] = text
+        elif text:
+            problems.append(
+                gettext("%(name)s: “%(text)s” is not one of %(choices)s")
+                % {"name": name, "text": text, "choices": ", ".join(allowed)}
+            )
     for name, (low, high) in bounds.items():
         text = params.get(name, "").strip()
         if text:
@@ -51,17 +89,26 @@ def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int
 
 def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
     """Both walk-throughs of the lab's state, each at the step named in the URL."""
-    values, problems = read_kernel_params(params, len(page.result["tokens"]))
+    values, problems = read_kernel_params(params, len(page.result.tokens))
     lab = page.state.to_request().model_dump(exclude_none=True)
-    blocks = {k: values[k] for k in ("block_q", "block_k") if k in values}
+    tiling = {k: values[k] for k in ("block_q", "block_k", "sram_elements", "order") if k in values}
     try:
-        tiled = compute_tiled(TiledRequest.model_validate({**lab, **blocks}), settings)
-    except InputError as problem:  # too many steps for this server: two blocks each way
-        problems.append(problem.msg)
-        values = {k: v for k, v in values.items() if k not in blocks}
-        tiled = compute_tiled(TiledRequest.model_validate(lab), settings)
+        tiled = compute_tiled(TiledRequest.model_validate({**lab, **tiling}), settings)
+    except (InputError, ValidationError) as problem:  # too many steps, or blocks and M at once
+        problems.append(_sentence(problem))
+        values = {k: v for k, v in values.items() if k not in tiling or k == "order"}
+        order = {"order": values["order"]} if "order" in values else {}
+        tiled = compute_tiled(TiledRequest.model_validate({**lab, **order}), settings)
     prompt = {"prompt": values["prompt"]} if "prompt" in values else {}
-    decode = compute_decode(DecodeRequest.model_validate({**lab, **prompt}), settings)
+    cache = cache_spec(values)
+    try:
+        decode = compute_decode(
+            DecodeRequest.model_validate({**lab, **prompt, "cache": cache}), settings
+        )
+    except ValidationError as problem:  # a policy without its window, sinks without "sinks"
+        problems.append(_sentence(problem))
+        values = {k: v for k, v in values.items() if k not in ("cache", "cache_window", "sinks")}
+        decode = compute_decode(DecodeRequest.model_validate({**lab, **prompt}), settings)
     step = min(values.get("step", 0), len(tiled["steps"]) - 1)
     decode_step = min(values.get("decode_step", 0), len(decode["steps"]))
     state = [*page.params, *((k, v) for k, v in values.items() if k not in ("step", "decode_step"))]
@@ -69,7 +116,7 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
     return {
         "page": page,
         "messages": {"problems": page.problems + problems, "notes": page.notes},
-        "view": head_stages(page.result),
+        "view": head_stages(page.result.head()),
         "state": state,
         "modes": MASK_MODES,
         "lab_link": "/?" + page.query,
@@ -79,7 +126,27 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
         "dec": decode_view(decode, decode_step),
         "tiled_links": step_links(state, where, "step", len(tiled["steps"]) - 1),
         "decode_links": step_links(state, where, "decode_step", len(decode["steps"])),
+        "orders": [(value, gettext(ORDER_LABELS[value])) for value in CHOICES["order"]],
+        "policies": [(value, gettext(POLICY_LABELS[value])) for value in CHOICES["cache"]],
+        "traffic": traffic_view(tiled, step),
     }
+
+
+def cache_spec(values: Mapping[str, int | str]) -> dict[str, Any]:
+    """The decode request's cache from the page's fields; a window left out falls back to 2."""
+    policy = values.get("cache", "full")
+    if policy == "full":
+        return {"policy": "full"}
+    spec: dict[str, Any] = {"policy": policy, "window": values.get("cache_window", 2)}
+    if policy == "sinks":
+        spec["sinks"] = values.get("sinks", 1)
+    return spec
+
+
+def _sentence(problem: InputError | ValidationError) -> str:
+    if isinstance(problem, InputError):
+        return problem.msg
+    return "; ".join(error["msg"] for error in problem.errors())
 
 
 def step_links(
@@ -116,6 +183,10 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
             "l": step["l"][i],
             "o_before": step["o_before"][i],
             "o": step["o"][i],
+            "m_tile": step["m_tile"][i],
+            "p_scale": step["p_scale"][i],
+            "logsumexp": None if step["logsumexp_rows"] is None else step["logsumexp_rows"][i],
+            "output": None if step["output_rows"] is None else step["output_rows"][i],
         }
         for i in range(r1 - r0)
     ]
@@ -134,7 +205,12 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         figures["scores"] = heatmap(
             step["scores"], k_tokens, q_tokens, gettext("S = Q·Kᵀ / √d_k, this tile"), "diverging"
         )
-        figures["p"] = heatmap(step["p"], k_tokens, q_tokens, gettext("P = exp(S − m), this tile"))
+        p_title = (
+            gettext("P̃ = exp(S − m̃), this tile")
+            if result["order"] == "fa1"
+            else gettext("P = exp(S − m), this tile")
+        )
+        figures["p"] = heatmap(step["p"], k_tokens, q_tokens, p_title)
     return {
         "index": s,
         "count": len(steps),
@@ -143,13 +219,30 @@ def tile_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         "key_tokens": tokens[c0:c1],
         "rows": rows,
         "output": output,
-        "finished": len(written) == len(tokens),
+        "finished": s == len(steps) - 1,
         "ends_row_block": step["output_rows"] is not None,
+        "order": result["order"],
+        "reads": _moved(step["reads"], tokens),
+        "writes": _moved(step["writes"], tokens),
         "peak_so_far": max(e["score_entries"] for e in steps[: s + 1]),
         "full_tables": len(tokens) <= FULL_TABLES_UP_TO,
         "table_limit": FULL_TABLES_UP_TO,
         "figures": figures,
     }
+
+
+def _moved(transfers: list[dict[str, Any]], tokens: list[str]) -> list[dict[str, Any]]:
+    """Each block moved, named as the formulas name it: K rows 2–3 (“sleeps”…), 4 numbers."""
+    return [
+        {
+            "name": t["name"],
+            "first": t["rows"][0],
+            "last": t["rows"][1] - 1,
+            "tokens": tokens[t["rows"][0] : t["rows"][1]],
+            "elements": t["elements"],
+        }
+        for t in transfers
+    ]
 
 
 def _progress_figure(result: dict[str, Any], s: int) -> dict[str, Any]:
@@ -179,29 +272,32 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
     tokens, p = result["tokens"], result["prompt"]
     if s == 0:
         prefill = result["prefill"]
-        cache = p
+        held = list(prefill["cached_positions"])
         figures = {
             "weights": heatmap(
                 prefill["weights"], tokens[:p], tokens[:p], gettext("prefill weights")
             )
         }
         token_step = None
+        evicted = [j for j in range(p) if j not in held]
     else:
         token_step = result["steps"][s - 1]
-        cache = token_step["cache_length"]
+        held = list(token_step["cached_positions"])
+        evicted = list(token_step["evicted"])
         figures = {
             "weights": heatmap(
                 token_step["weights"][None, :],
-                tokens[:cache],
+                [tokens[j] for j in held],
                 [token_step["token"]],
                 gettext("weights of the new query over the cache"),
             )
         }
     d_k, d_v = result["d_k"], result["d_v"]
+    cache_tokens = [f"{tokens[j]} ({j})" for j in held]
     figures["k_cache"] = heatmap(
-        result["k"][:cache],
+        result["k"][held],
         [f"d{j}" for j in range(d_k)],
-        tokens[:cache],
+        cache_tokens,
         gettext("K cache"),
         "diverging",
         x_title=gettext("dimension"),
@@ -211,10 +307,13 @@ def decode_view(result: dict[str, Any], s: int) -> dict[str, Any]:
         "index": s,
         "count": len(result["steps"]) + 1,
         "token_step": token_step,
-        "cache_length": cache,
-        "cache_tokens": tokens[:cache],
-        "k_cache": result["k"][:cache],
-        "v_cache": result["v"][:cache],
+        "cache_length": len(held),
+        "cache_positions": held,
+        "cache_tokens": cache_tokens,
+        "cache_elements": len(held) * (d_k + d_v),
+        "evicted": [f"{tokens[j]} ({j})" for j in evicted],
+        "k_cache": result["k"][held],
+        "v_cache": result["v"][held],
         "k_labels": [f"d{j}" for j in range(d_k)],
         "v_labels": [f"d{j}" for j in range(d_v)],
         "figures": figures,

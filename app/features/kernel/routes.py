@@ -1,19 +1,22 @@
 """Inside the kernel: POST /api/kernel/tiled, POST /api/kernel/decode and the page /kernel."""
 
+from typing import Annotated
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 
-from app.features.kernel.page import kernel_context
+from app.features.kernel.page import KernelParams, kernel_context
 from app.features.kernel.schemas import DecodeRequest, DecodeResponse, TiledRequest, TiledResponse
 from app.features.kernel.service import compute_decode, compute_tiled
-from app.features.lab.routes import LabDep
-from app.web.deps import ERRORS, SettingsDep
+from app.features.lab.page import lab_page
+from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.templating import templates
 
 api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 pages = APIRouter(include_in_schema=False)
+KernelQuery = Annotated[PageQuery, page_query(KernelParams)]
 
 
 @api.post("/kernel/tiled", response_model=TiledResponse, responses=ERRORS)
@@ -29,8 +32,8 @@ def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
 
 
 @pages.get("/kernel", response_class=HTMLResponse)
-def kernel(request: Request, page: LabDep, settings: SettingsDep) -> Response:
+def kernel(request: Request, query: KernelQuery, settings: SettingsDep) -> Response:
     """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
-    context = kernel_context(page, request.query_params, settings)
+    context = kernel_context(lab_page(query.items, settings), query.last(), settings)
     status = 422 if context["messages"]["problems"] else 200
     return templates.TemplateResponse(request, "kernel/kernel.html", context, status_code=status)

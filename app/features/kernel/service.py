@@ -1,6 +1,6 @@
 """Tiled exact attention and cached decoding of a lab state, with their counts."""
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from math import ceil
 from typing import Any
 
@@ -10,9 +10,45 @@ from app.core.errors import InputError
 from app.features.kernel.schemas import DecodeRequest, KernelRequest, TiledRequest
 from app.features.lab.service import inputs_used, one_head, resolve_inputs
 from app.features.stages.service import mask_of
+from app.math import decoding as dc
+from app.math import flash as fl
 from app.math import kernel as kn
 from app.math.cost import score_bytes, storage_bytes
 from app.settings import Settings
+
+
+@dataclass(frozen=True)
+class TrafficCount:
+    """Elements read from and written to slow memory."""
+
+    reads: int
+    writes: int
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.writes
+
+
+@dataclass(frozen=True)
+class TiledTraffic:
+    """One run's traffic beside standard attention's (shared/API.md: tiled, standard, skipped)."""
+
+    order: str
+    tiled: TrafficCount
+    standard: TrafficCount
+    setup_writes: int  # fa1 writes O = 0, l = 0, m = −∞ before its first step
+    tiles: int
+    skipped_tiles: int
+
+
+@dataclass(frozen=True)
+class CacheUsed:
+    """The cache policy a decoding ran with, as the response states it."""
+
+    policy: str
+    window: int | None
+    sinks: int
+    capacity: int | None  # most positions ever held; None: grows without bound
 
 
 def default_block(n: int) -> int:
@@ -51,12 +87,67 @@ def long_sequence_fields(req: KernelRequest) -> dict[str, Any]:
         tiled["dense_score_bytes"] = score_bytes(n)
         tiled["tiled_score_bytes"] = storage_bytes(tiled["tiled_score_entries"])
         tiled["decode"] = asdict(kn.decode_counts(n, spec.head_dim, spec.head_dim))
+        tiled["traffic"] = long_traffic(n, spec.head_dim, spec.sram_elements)
         rows.append(tiled)
-    return {"long_sequence": spec.model_dump(), "long_sequences": rows}
-
-
-def tile_step_fields(step: kn.TileStep, touched: np.ndarray) -> dict[str, Any]:
     return {
+        "long_sequence": spec.model_dump(),
+        "long_sequences": rows,
+        "traffic_curve": traffic_curve(spec.head_dim, spec.sram_elements),
+    }
+
+
+CURVE_LENGTHS = [2**e for e in range(8, 18)]  # 256 … 131,072 tokens
+
+
+def traffic_curve(d: int, sram: int) -> dict[str, Any]:
+    """Total elements moved (reads + writes) against n for one head of width d: standard
+    attention and both orders, full and causal, blocks from the on-chip memory M."""
+    b_r, b_c = fl.sram_blocks(sram, d)
+    curve: dict[str, Any] = {
+        "seq_len": CURVE_LENGTHS,
+        "standard": [fl.standard_traffic(n, d, d).total for n in CURVE_LENGTHS],
+    }
+    for order in fl.ORDERS:
+        for causal in (False, True):
+            name = order + ("_causal" if causal else "")
+            curve[name] = [
+                fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS
+            ]
+    return curve
+
+
+def long_traffic(n: int, d: int, sram: int) -> dict[str, Any]:
+    """Both orders' traffic for one head of width d at length n, full and causal, against
+    standard attention; blocks from the on-chip memory M."""
+    b_r, b_c = fl.sram_blocks(sram, d)
+    counts = {
+        f"{order}{'_causal' if causal else ''}": fl.counted_traffic(
+            n, b_r, b_c, d, d, order, causal
+        )
+        for order in fl.ORDERS
+        for causal in (False, True)
+    }
+    std = fl.standard_traffic(n, d, d)
+    return {
+        "sram_elements": sram,
+        "block_q": b_r,
+        "block_k": b_c,
+        "standard": {"reads": std.reads, "writes": std.writes},
+        **{name: asdict(t) for name, t in counts.items()},
+    }
+
+
+def tile_blocks(req: TiledRequest, n: int, d_k: int) -> tuple[int, int, bool]:
+    """(b_q, b_k, from sram): the request's sizes, else the paper's from M, else two blocks."""
+    if req.sram_elements is not None:
+        b_r, b_c = fl.sram_blocks(req.sram_elements, d_k)
+        return req.block_q or b_r, req.block_k or b_c, True
+    return req.block_q or default_block(n), req.block_k or default_block(n), False
+
+
+def tile_step_fields(step: fl.TileStep, touched: np.ndarray) -> dict[str, Any]:
+    return {
+        "order": step.order,
         "index": step.index,
         "query_block": list(step.query_block),
         "key_block": list(step.key_block),
@@ -73,6 +164,14 @@ def tile_step_fields(step: kn.TileStep, touched: np.ndarray) -> dict[str, Any]:
         "o_before": step.o_before,
         "o": step.o,
         "output_rows": step.output_rows,
+        "m_tile": step.m_tile,
+        "p_scale": step.p_scale,
+        "logsumexp_rows": step.logsumexp_rows,
+        "final_rescale": step.final_rescale,
+        "reads": [asdict(t) for t in step.reads],
+        "writes": [asdict(t) for t in step.writes],
+        "elements_read": step.elements_read,
+        "elements_written": step.elements_written,
         "score_entries": step.score_entries,
         "touched": touched,
         "touched_entries": int(touched.sum()),
@@ -83,17 +182,18 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
     """Tiled exact attention on a lab state, every step, next to the dense result."""
     inputs = resolve_inputs(req, settings)
     n = inputs.n
-    block_q, block_k = req.block_q or default_block(n), req.block_k or default_block(n)
+    block_q, block_k, from_sram = tile_blocks(req, n, inputs.w_q.shape[1])
     check_tiling(n, block_q, block_k, settings)
     allowed = mask_of(inputs.mask, n)
     run = one_head(inputs, allowed)
     dense = run.heads[0]
     q, k, v = dense.q, dense.k, dense.v  # position applied, as in /api/attention
     mask = kn.mask_from_matrix(allowed)
-    steps = list(kn.tiled_steps(q, k, v, mask, block_q, block_k, inputs.scale))
-    output = kn.assemble(steps, n, v.shape[1])
+    flash = fl.flash_attention(q, k, v, mask, block_q, block_k, req.order, inputs.scale)
+    steps, output = flash.steps, flash.output
     maps = kn.touched_maps(steps, n)
     d_k, d_v = q.shape[1], v.shape[1]
+    standard = fl.standard_traffic(n, d_k, d_v)
     return {
         **inputs_used(inputs, run),
         "scale": inputs.scale,
@@ -101,9 +201,21 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> dict[str, Any]:
         "k": k,
         "v": v,
         "allowed": allowed,
+        "order": req.order,
+        "sram_elements": req.sram_elements,
         "block_q": block_q,
         "block_k": block_k,
+        "blocks_from_sram": from_sram,
         "steps": [tile_step_fields(s, m) for s, m in zip(steps, maps, strict=True)],
+        "logsumexp": flash.logsumexp,
+        "traffic": TiledTraffic(
+            order=req.order,
+            tiled=TrafficCount(flash.traffic.reads, flash.traffic.writes),
+            standard=TrafficCount(standard.reads, standard.writes),
+            setup_writes=sum(t.elements for t in flash.setup),
+            tiles=flash.traffic.tiles,
+            skipped_tiles=flash.traffic.skipped_tiles,
+        ),
         "output": output,
         "dense_output": dense.output,
         "max_abs_difference": float(np.abs(output - dense.output).max()),
@@ -131,7 +243,10 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
             f"prompt is {prompt} but there are only {n} tokens; the prefill takes 1 to {n} of them",
         )
     allowed = mask_of(inputs.mask.model_copy(update={"causal": True}), n)
-    decoding = kn.decode(
+    spec = req.cache
+    sinks = (1 if spec.sinks is None else spec.sinks) if spec.policy == "sinks" else 0
+    policy = dc.CachePolicy(spec.policy, spec.window, sinks)
+    decoding = dc.decode(
         inputs.x,
         inputs.w_q,
         inputs.w_k,
@@ -140,11 +255,12 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
         prompt,
         inputs.scale,
         inputs.positional,
+        policy,
     )
     run = one_head(inputs, allowed)
     full = run.heads[0]
+    matching = one_head(inputs, allowed & policy.mask(n)).heads[0]
     prefill = decoding.prefill
-    d_k, d_v = inputs.w_q.shape[1], inputs.w_v.shape[1]
     dots_cached = dots_uncached = prompt * prompt
     steps = []
     for step in decoding.steps:
@@ -155,6 +271,10 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
             {
                 "position": t,
                 "token": inputs.tokens[t],
+                "cached_positions": step.cached_positions,
+                "cached_tokens": [inputs.tokens[j] for j in step.cached_positions],
+                "evicted": step.evicted,
+                "cache_elements": step.cache_elements,
                 "q": step.q,
                 "k": step.k,
                 "v": step.v,
@@ -170,7 +290,7 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
                 "dots_uncached": step.dots_uncached,
                 "dots_cached_total": dots_cached,
                 "dots_uncached_total": dots_uncached,
-                "cache_entries": step.cache_length * (d_k + d_v),
+                "cache_entries": step.cache_elements,
             }
         )
     output = decoding.output
@@ -179,6 +299,8 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
         "scale": inputs.scale,
         "forced_causal": not inputs.mask.causal,
         "prompt": prompt,
+        "cache": CacheUsed(policy.policy, policy.window, policy.sinks, policy.capacity),
+        "policy_mask_difference": float(np.abs(decoding.output - matching.output).max()),
         "q": full.q,
         "k": full.k,
         "v": full.v,
@@ -191,7 +313,8 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> dict[str, Any]:
             "weights": prefill.weights,
             "output": prefill.output,
             "dots": prompt * prompt,
-            "cache_length": prompt,
+            "cache_length": len(decoding.prefill_positions),
+            "cached_positions": decoding.prefill_positions,
         },
         "steps": steps,
         "output": output,

@@ -2,12 +2,11 @@
 
 import csv
 import io
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from app.core.formatting import number_text
+from app.features.lab.schemas import AttentionResult
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -18,33 +17,33 @@ def spreadsheet_text(label: str) -> str:
     return "'" + label if label.startswith(FORMULA_STARTS) else label
 
 
-def stages_csv(result: Mapping[str, Any]) -> str:
+def stages_csv(result: AttentionResult) -> str:
     """Every stage in one long table: stage, row, row label, column, column label, value.
     Hidden scores read -inf; the mask reads 1 (visible) or 0 (hidden); token labels that a
     spreadsheet would run as formulas are neutralised."""
-    tokens = [spreadsheet_text(t) for t in result["tokens"]]
+    tokens = [spreadsheet_text(t) for t in result.tokens]
     dims = {
-        name: [f"{prefix}{d}" for d in range(int(result[name]))]
+        name: [f"{prefix}{d}" for d in range(getattr(result, name))]
         for name, prefix in (("d_model", "d"), ("d_k", "d"), ("d_v", "d"))
     }
-    inputs = [f"x{d}" for d in range(int(result["d_model"]))]
-    query = result["query"]
-    weighted = np.array([row["weighted_value"] for row in query["rows"]], dtype=float)
+    inputs = [f"x{d}" for d in range(result.d_model)]
+    query = result.query
+    weighted = query.weighted
     tables = [
-        ("x", result["x"], tokens, dims["d_model"]),
-        ("w_q", result["w_q"], inputs, dims["d_k"]),
-        ("w_k", result["w_k"], inputs, dims["d_k"]),
-        ("w_v", result["w_v"], inputs, dims["d_v"]),
-        ("q", result["q"], tokens, dims["d_k"]),
-        ("k", result["k"], tokens, dims["d_k"]),
-        ("v", result["v"], tokens, dims["d_v"]),
-        ("scores", result["scores"], tokens, tokens),
-        ("scaled", result["scaled"], tokens, tokens),
-        ("allowed", np.asarray(result["allowed"], dtype=int), tokens, tokens),
-        ("masked", result["masked"], tokens, tokens),
-        ("weights", result["weights"], tokens, tokens),
-        (f"weighted_values_query_{query['index']}", weighted, tokens, dims["d_v"]),
-        ("output", result["output"], tokens, dims["d_v"]),
+        ("x", result.x, tokens, dims["d_model"]),
+        ("w_q", result.w_q, inputs, dims["d_k"]),
+        ("w_k", result.w_k, inputs, dims["d_k"]),
+        ("w_v", result.w_v, inputs, dims["d_v"]),
+        ("q", result.q, tokens, dims["d_k"]),
+        ("k", result.k, tokens, dims["d_k"]),
+        ("v", result.v, tokens, dims["d_v"]),
+        ("scores", result.scores, tokens, tokens),
+        ("scaled", result.scaled, tokens, tokens),
+        ("allowed", np.asarray(result.allowed, dtype=int), tokens, tokens),
+        ("masked", result.masked, tokens, tokens),
+        ("weights", result.weights, tokens, tokens),
+        (f"weighted_values_query_{query.index}", weighted, tokens, dims["d_v"]),
+        ("output", result.output, tokens, dims["d_v"]),
     ]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

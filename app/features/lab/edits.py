@@ -2,11 +2,12 @@
 buttons' one-off actions (generate x, randomize or reset a projection)."""
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
+from app.core import rules
 from app.core.i18n import gettext
+from app.features.lab.schemas import AttentionResult
 from app.features.lab.state import LABELS, MATRICES, LabState, Parsed
 from app.math import attention as att
 
@@ -21,7 +22,7 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     state = replace(parsed.state, matrices=dict(parsed.state.matrices))
     notes: list[str] = []
     n = state.n
-    tokens = state.tokens if state.tokens is not None else list(att.WORKED_TOKENS)
+    tokens = state.tokens if state.tokens is not None else list(rules.WORKED_TOKENS)
     heights = {"x": n, "w_q": state.d_model, "w_k": state.d_model, "w_v": state.d_model}
     widths = {"x": state.d_model, "w_q": state.d_k, "w_k": state.d_k, "w_v": state.d_v}
     for name, cells in parsed.cells.items():
@@ -80,17 +81,17 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     return state, notes
 
 
-def apply_action(state: LabState, result: dict[str, Any], action: str) -> LabState:
+def apply_action(state: LabState, result: AttentionResult, action: str) -> LabState:
     """A button's effect on a computed state: generate x, or fill one projection."""
-    d_model = int(result["d_model"])
-    state = replace(state, query=int(result["query"]["index"]))
+    d_model = result.d_model
+    state = replace(state, query=result.query.index)
     if action == "generate-x":
-        x = att.token_vectors(result["tokens"], d_model, state.seed).tolist()
+        x = att.token_vectors(result.tokens, d_model, state.seed).tolist()
         return replace(state, matrices={**state.matrices, "x": x})
     kind, name = action.split("-", 1)
-    width = int(result["d_v"] if name == "w_v" else result["d_k"])
+    width = result.d_v if name == "w_v" else result.d_k
     # Keep every other matrix exactly as it is now, whatever the seed generates next.
-    frozen = {m: np.asarray(result[m]).tolist() for m in MATRICES}
+    frozen = {m: np.asarray(getattr(result, m)).tolist() for m in MATRICES}
     if kind == "identity":
         frozen[name] = np.eye(d_model, width).tolist()
         return replace(state, matrices=frozen)

@@ -11,19 +11,20 @@ from pydantic import ValidationError
 from app.core.errors import InputError, validation_errors
 from app.core.formatting import number_text
 from app.core.i18n import N_, format_number, gettext
+from app.core.limits import MAX_GRID_WIDTH
 from app.features.lab.edits import apply_action, fit
+from app.features.lab.schemas import AttentionResult
 from app.features.lab.service import compute_attention
 from app.features.lab.state import (
     LABELS,
     MATRICES,
-    MAX_GRID_WIDTH,
     LabState,
     StateError,
     parse_items,
 )
 from app.features.lab.url import encode, state_params
 from app.features.stages.page import head_stages
-from app.features.stages.service import position_demo
+from app.features.stages.service import PositionDemo, position_demo
 from app.math.cost import binary_size, score_bytes, score_entries
 from app.settings import Settings
 from app.web.nav import NAV
@@ -34,12 +35,12 @@ class LabPage:
     """A computed lab: the state shown, its result, its URL, and what went wrong."""
 
     state: LabState
-    result: dict[str, Any]
+    result: AttentionResult
     params: list[tuple[str, Any]]  # the canonical state, in URL order
     problems: list[str]
     notes: list[str]
     action: str | None
-    demo: dict[str, Any] | None = None  # shuffle the tokens: does the head notice? (_position.html)
+    demo: PositionDemo | None = None  # shuffle the tokens: does the head notice?
 
     @property
     def ok(self) -> bool:
@@ -56,7 +57,7 @@ class LabPage:
         return {name for name, _ in self.params if name in MATRICES}
 
 
-def _compute(state: LabState, settings: Settings) -> dict[str, Any]:
+def _compute(state: LabState, settings: Settings) -> AttentionResult:
     """Raises StateError with readable sentences when the request or its limits are wrong."""
     try:
         return compute_attention(state.to_request(), settings)
@@ -161,8 +162,8 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
     """The controls of the lab, filled in with the state shown (exact numbers, so that the
     form sends back what it received)."""
     result, state = page.result, page.state
-    tokens = list(result["tokens"])
-    d_model, d_k, d_v = (int(result[name]) for name in ("d_model", "d_k", "d_v"))
+    tokens = list(result.tokens)
+    d_model, d_k, d_v = (result.d_model, result.d_k, result.d_v)
     inputs = [f"x{d}" for d in range(d_model)]
     shapes = {
         "x": (tokens, [f"d{d}" for d in range(d_model)]),
@@ -176,7 +177,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
             "label": LABELS[name],
             "rows": [
                 (rows[i], [number_text(v) for v in line])
-                for i, line in enumerate(np.asarray(result[name]).tolist())
+                for i, line in enumerate(np.asarray(getattr(result, name)).tolist())
             ],
             "cols": cols,
             "given": name in page.given,
@@ -199,7 +200,7 @@ def lab_editor(page: LabPage) -> dict[str, Any]:
         "pad": set(state.pad),
         "scale": state.scale,
         "positional": state.positional,
-        "query": int(result["query"]["index"]),
+        "query": result.query.index,
     }
 
 
@@ -218,11 +219,11 @@ def cost_panel(n: int) -> dict[str, Any]:
 
 def lab_context(page: LabPage) -> dict[str, Any]:
     """Everything templates/lab.html and its fragment show."""
-    n = len(page.result["tokens"])
+    n = len(page.result.tokens)
     return {
         "page": page,
         "result": page.result,
-        "view": head_stages(page.result),
+        "view": head_stages(page.result.head()),
         "editor": lab_editor(page),
         "presets": PRESETS,
         "cost": cost_panel(n),

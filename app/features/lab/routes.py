@@ -10,12 +10,13 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.download import stages_csv
 from app.features.lab.page import LabPage, lab_context, lab_page
-from app.features.lab.schemas import AttentionRequest, AttentionResponse
+from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.lab.service import compute_attention
-from app.features.stages.schemas import WORKED_EXAMPLE_REQUEST
-from app.web.deps import ERRORS, SettingsDep
+from app.features.lab.state import LabParams
+from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
 from app.web.templating import templates
@@ -34,7 +35,7 @@ AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE
 
 @api.post(
     "/attention",
-    response_model=AttentionResponse,
+    response_model=AttentionResult,
     responses=ERRORS,
     dependencies=[Depends(cacheable)],
 )
@@ -45,8 +46,8 @@ async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     return JSONResponse(compute_attention(req, settings))
 
 
-def lab_state(request: Request, settings: SettingsDep) -> LabPage:
-    return lab_page(request.query_params.multi_items(), settings)
+def lab_state(query: Annotated[PageQuery, page_query(LabParams)], settings: SettingsDep) -> LabPage:
+    return lab_page(query.items, settings)
 
 
 LabDep = Annotated[LabPage, Depends(lab_state)]

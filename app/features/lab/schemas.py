@@ -1,20 +1,20 @@
 """The request and response shapes of POST /api/attention."""
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     model_validator,
 )
 
+from app.core import arrays
 from app.core.limits import HARD_MAX_TOKENS
+from app.core.rules import WORKED_EXAMPLE_REQUEST
+from app.features.stages.results import OneHead, QueryBreakdown, StageFields
 from app.features.stages.schemas import (
-    WORKED_EXAMPLE_REQUEST,
-    HeadResponse,
     Matrix,
-    QueryBreakdown,
     SequenceRequest,
     Width,
     field_error,
@@ -91,35 +91,37 @@ class AttentionRequest(SequenceRequest):
         return next((len(w[0]) for w in (self.w_q, self.w_k) if w is not None), None)
 
 
-class ResolvedInputs(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ResolvedInputs:
     """The inputs actually used: generated ones included."""
 
     tokens: list[str]
     d_model: int
     d_k: int
     d_v: int
-    scale_factor: float
+    scale_factor: float  # √d_k, or 1 when scale is false
     positional: Positional
-    x: list[list[float]]
-    x_positioned: list[list[float]] = Field(
-        description="What the projections saw: x + PE for sinusoidal, else x."
-    )
-    w_q: list[list[float]]
-    w_k: list[list[float]]
-    w_v: list[list[float]]
-    mask: dict[str, Any]
+    x: arrays.Matrix  # (n, d_model)
+    x_positioned: arrays.Matrix  # what the projections saw: x + PE for sinusoidal, else x
+    w_q: arrays.Matrix  # (d_model, d_k)
+    w_k: arrays.Matrix  # (d_model, d_k)
+    w_v: arrays.Matrix  # (d_model, d_v)
+    mask: dict[str, Any]  # the mask as given: causal, padding, window, allowed
 
 
-class AttentionResponse(HeadResponse, ResolvedInputs):
+@dataclass(frozen=True, kw_only=True)
+class AttentionResult(StageFields, ResolvedInputs):
+    """The whole /api/attention answer: the inputs used, every stage, one query's breakdown."""
+
     query: QueryBreakdown
 
-
-class InputsUsed(ResolvedInputs):
-    """The lab state as resolved on the server, with its projections and mask."""
-
-    scale: bool
-    q: list[list[float]]
-    k: list[list[float]]
-    v: list[list[float]]
-    allowed: list[list[bool]]
-    empty_rows: list[int]
+    def head(self) -> OneHead:
+        """This head for the stage strip: what its projections saw and the breakdown made."""
+        return OneHead(
+            **self.fields(),
+            tokens=self.tokens,
+            x=self.x_positioned,
+            d_k=self.d_k,
+            scale_factor=self.scale_factor,
+            query=self.query,
+        )

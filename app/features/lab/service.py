@@ -6,15 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from app.features.lab.schemas import AttentionRequest
+from app.core import rules
+from app.features.lab.schemas import AttentionRequest, AttentionResult
+from app.features.stages.results import StageFields, query_breakdown
 from app.features.stages.schemas import MaskSpec, check_limits, check_mask
 from app.features.stages.service import (
     check_index,
     check_rope,
     mask_of,
-    query_breakdown,
     resolve_sequence,
-    stage_fields,
 )
 from app.math import attention as att
 from app.math import heads as mh
@@ -41,7 +41,7 @@ class HeadInputs:
         return len(self.tokens)
 
 
-WORKED_PROJECTIONS = {"w_q": att.WORKED_W_Q, "w_k": att.WORKED_W_K, "w_v": att.WORKED_W_V}
+WORKED_PROJECTIONS = {"w_q": rules.WORKED_W_Q, "w_k": rules.WORKED_W_K, "w_v": rules.WORKED_W_V}
 
 
 def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
@@ -78,7 +78,7 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_k", w_q.shape[1])
-    query = req.query if req.query is not None else (att.WORKED_QUERY if worked else n - 1)
+    query = req.query if req.query is not None else (rules.WORKED_QUERY if worked else n - 1)
     check_index("query", query, n, "tokens")
     return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
 
@@ -97,7 +97,8 @@ def one_head(inputs: HeadInputs, allowed: np.ndarray) -> mh.MultiHeadStages:
 
 
 def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
-    """The inputs as they were resolved (generated numbers included) and what they gave."""
+    """The inputs as they were resolved (generated numbers included), by the field names of
+    ResolvedInputs."""
     return {
         "tokens": inputs.tokens,
         "d_model": inputs.x.shape[1],
@@ -114,13 +115,13 @@ def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
     }
 
 
-def compute_attention(req: AttentionRequest, settings: Settings) -> dict[str, Any]:
+def compute_attention(req: AttentionRequest, settings: Settings) -> AttentionResult:
     """The whole /api/attention result."""
     inputs = resolve_inputs(req, settings)
     run = one_head(inputs, mask_of(inputs.mask, inputs.n))
-    fields = stage_fields(run.heads[0])
-    return {
+    stages = StageFields.of(run.heads[0])
+    return AttentionResult(
         **inputs_used(inputs, run),
-        **fields,
-        "query": query_breakdown(inputs.tokens, fields, inputs.query),
-    }
+        **stages.fields(),
+        query=query_breakdown(inputs.tokens, stages, inputs.query),
+    )

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 
+from app.core import rules
 from app.core.i18n import gettext
+from app.core.limits import MAX_GRID_WIDTH, MAX_MAGNITUDE, MAX_TOKEN_CHARS
 from app.features.lab.schemas import AttentionRequest
 from app.features.stages.schemas import MaskSpec
 from app.features.stages.service import mask_of
-from app.math import attention as att
 from app.math.positional import KINDS, Positional
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
@@ -40,13 +42,37 @@ ACTIONS = (
 )
 
 
-MAX_GRID_WIDTH = 8  # d_model, d_k and d_v are edited cell by cell: 1 to 8 columns
-
-
 DEFAULT_WINDOW = 2
 
 
 LABELS = {"x": "x", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V"}
+
+Text = str | None
+Texts = list[str]  # a parameter a form may send several times (one value per grid cell)
+
+
+class LabParams(BaseModel):
+    """The lab state's URL parameters, declared: read by /, /lab.json, /lab.csv, /kernel and
+    /walkthrough. Values stay text here; `parse_items` reads them, one sentence per problem."""
+
+    tokens: Text = Field(None, description="The text, split into tokens at spaces.")
+    d_model: Text = Field(None, description="Width of x, 1 to 8.")
+    d_k: Text = Field(None, description="Width of q and k, 1 to 8.")
+    d_v: Text = Field(None, description="Width of v, 1 to 8.")
+    seed: Text = Field(None, description="Seed for whatever is generated.")
+    x: Texts = Field([], description='x as "1,0;0,1", or one value per cell from a form.')
+    w_q: Texts = Field([], description="W_Q, written like x.")
+    w_k: Texts = Field([], description="W_K, written like x.")
+    w_v: Texts = Field([], description="W_V, written like x.")
+    mask: Text = Field(None, description="causal, bidirectional, window or custom.")
+    window: Text = Field(None, description="Keys a query sees with the sliding window.")
+    allowed: Text = Field(None, description='The custom pattern, rows of 0/1: "10;11".')
+    cell: Texts = Field([], description="A visible pair i.j of the custom pattern, from a form.")
+    pad: Texts = Field([], description='Padded positions, "2,3".')
+    scale: Text = Field(None, description="0 switches the division by √d_k off.")
+    query: Text = Field(None, description="The position broken down key by key.")
+    positional: Text = Field(None, description="none, sinusoidal or rope.")
+    action: Text = Field(None, description="A button's one-off command (never part of a state).")
 
 
 @dataclass
@@ -69,7 +95,7 @@ class LabState:
 
     @property
     def n(self) -> int:
-        return len(self.tokens) if self.tokens is not None else len(att.WORKED_TOKENS)
+        return len(self.tokens) if self.tokens is not None else len(rules.WORKED_TOKENS)
 
     def mask_spec(self) -> MaskSpec:
         """The mask of /api/attention for this mode, the padding flags included."""
@@ -112,7 +138,7 @@ def number(text: str, where: str) -> float:
         value = float(cleaned)
     except ValueError:
         value = float("nan")
-    if not np.isfinite(value) or abs(value) > 1e6:
+    if not np.isfinite(value) or abs(value) > MAX_MAGNITUDE:
         raise StateError(
             gettext("%(where)s: “%(text)s” is not a number; write numbers like 0.5 or −1")
             % {"where": where, "text": text.strip()}
@@ -209,11 +235,11 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
                 gettext("tokens: there are %(n)s tokens; this server takes %(max)s")
                 % {"n": len(tokens), "max": max_tokens}
             )
-        long = [t for t in tokens if len(t) > 40]
+        long = [t for t in tokens if len(t) > MAX_TOKEN_CHARS]
         if long:
             raise StateError(
-                gettext("tokens: “%(token)s…” is longer than 40 characters; split it")
-                % {"token": long[0][:40]}
+                gettext("tokens: “%(token)s…” is longer than %(max)s characters; split it")
+                % {"token": long[0][:MAX_TOKEN_CHARS], "max": MAX_TOKEN_CHARS}
             )
         state.tokens = tokens
 

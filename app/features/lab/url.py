@@ -7,26 +7,26 @@ from urllib.parse import urlencode
 import numpy as np
 
 from app.core.formatting import matrix_text
-from app.features.lab.schemas import AttentionRequest
+from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.lab.service import resolve_inputs
 from app.features.lab.state import MATRICES, LabState
 from app.settings import Settings
 
 
 def state_params(
-    state: LabState, result: dict[str, Any], settings: Settings
+    state: LabState, result: AttentionResult, settings: Settings
 ) -> list[tuple[str, Any]]:
     """The canonical parameters of a computed state. A matrix is written out only when
     leaving it out would give different numbers, so generated states stay short."""
-    tokens = list(result["tokens"])
-    dims = {name: int(result[name]) for name in ("d_model", "d_k", "d_v")}
+    tokens = list(result.tokens)
+    dims = {"d_model": result.d_model, "d_k": result.d_k, "d_v": result.d_v}
     params: list[tuple[str, Any]] = [("tokens", " ".join(tokens)), *dims.items()]
     if state.seed:
         params.append(("seed", state.seed))
     defaults = resolve_inputs(AttentionRequest(tokens=tokens, seed=state.seed, **dims), settings)
     for name in MATRICES:
-        if not np.array_equal(result[name], getattr(defaults, name)):
-            params.append((name, matrix_text(result[name])))
+        if not np.array_equal(getattr(result, name), getattr(defaults, name)):
+            params.append((name, matrix_text(getattr(result, name))))
     params.append(("mask", state.mask))
     if state.mask == "window":
         params.append(("window", state.window))
@@ -38,7 +38,7 @@ def state_params(
         params.append(("scale", 0))
     if state.positional != "none":
         params.append(("positional", state.positional))
-    params.append(("query", result["query"]["index"]))
+    params.append(("query", result.query.index))
     return params
 
 

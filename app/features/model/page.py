@@ -13,6 +13,7 @@ from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
 from app.features.model.service import compute_model
 from app.features.model.store import MODEL_SHAPE
 from app.features.stages.page import _table, head_stages
+from app.features.stages.results import OneHead
 from app.settings import Settings
 from app.web.figures import heatmap, heatmap_grid
 
@@ -44,16 +45,22 @@ BY_PAIR = ("scores", "scaled", "allowed", "masked", "weights")  # n × n: query 
 PROJECTIONS = {"q": "Q = x·W_Q + b_Q", "k": "K = x·W_K + b_K", "v": "V = x·W_V + b_V"}
 
 
-def shown_head(head: Mapping[str, Any], keep: list[int], tokens: list[str]) -> dict[str, Any]:
-    """One trained head's stage fields at the shown positions, laid out as /api/attention's
-    result so that `head_stages` (templates/_stages.html) can show them."""
+def shown_head(head: Mapping[str, Any], keep: list[int], tokens: list[str]) -> OneHead:
+    """One trained head's stages at the shown positions, for the stage strip."""
     rows = np.asarray(keep)
-    shown: dict[str, Any] = {name: np.asarray(head[name])[rows] for name in BY_TOKEN}
-    shown.update({name: np.asarray(head[name])[np.ix_(rows, rows)] for name in BY_PAIR})
-    shown.update(tokens=tokens, d_k=head["d_head"], scale_factor=head["scale_factor"])
-    if len(keep) == len(head["q"]):
-        shown["query"] = head["query"]  # nothing hidden: the service's own breakdown
-    return shown
+    by_token = {name: np.asarray(head[name])[rows] for name in BY_TOKEN}
+    by_pair = {name: np.asarray(head[name])[np.ix_(rows, rows)] for name in BY_PAIR}
+    everything = len(keep) == len(head["q"])
+    return OneHead(
+        **by_token,
+        **by_pair,
+        empty_rows=[keep.index(r) for r in head["empty_rows"] if r in keep],
+        tokens=tokens,
+        x=np.asarray(head["x"])[rows],
+        d_k=head["d_head"],
+        scale_factor=head["scale_factor"],
+        query=head["query"] if everything else None,  # nothing hidden: the service's own
+    )
 
 
 def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
@@ -81,16 +88,16 @@ def model_view(result: Mapping[str, Any], hide_special: bool) -> dict[str, Any]:
         return view
     head = result["head"]
     shown = shown_head(head, keep, tokens)
-    query = head["query"]["index"]
+    query = head["query"].index
     dims = [f"d{j}" for j in range(head["d_head"])]
     projections = [
         {
             "name": name,
             "title": title,
             "fig": heatmap(
-                shown[name], dims, tokens, title, "diverging", x_title=gettext("dimension")
+                getattr(shown, name), dims, tokens, title, "diverging", x_title=gettext("dimension")
             ),
-            "table": _table(shown[name], tokens, dims, title),
+            "table": _table(getattr(shown, name), tokens, dims, title),
         }
         for name, title in PROJECTIONS.items()
     ]

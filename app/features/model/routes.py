@@ -1,12 +1,14 @@
 """A real trained model's heads: POST /api/model and the page /model."""
 
+from typing import Annotated
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from app.features.model.page import model_page
-from app.features.model.schemas import ModelRequest, ModelResponse
+from app.features.model.schemas import ModelPageParams, ModelRequest, ModelResponse
 from app.features.model.service import compute_model
-from app.web.deps import ERRORS, ErrorResponse, SettingsDep
+from app.web.deps import ERRORS, ErrorResponse, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
 from app.web.templating import templates
@@ -28,7 +30,11 @@ def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
 
 
 @pages.get("/model", response_class=HTMLResponse)
-def model_html(request: Request, settings: SettingsDep) -> HTMLResponse:
+def model_html(
+    request: Request,
+    query: Annotated[PageQuery, page_query(ModelPageParams)],
+    settings: SettingsDep,
+) -> HTMLResponse:
     """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
-    context, status = model_page(dict(request.query_params), settings)
+    context, status = model_page(query.last(), settings)
     return templates.TemplateResponse(request, "model/model.html", context, status_code=status)

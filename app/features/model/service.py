@@ -7,7 +7,8 @@ from app.core.errors import InputError
 from app.core.limits import MAX_WORD_PIECES
 from app.features.model.schemas import ModelRequest
 from app.features.model.store import load_model, word_pieces
-from app.features.stages.service import check_index, query_breakdown, stage_fields
+from app.features.stages.results import StageFields, query_breakdown
+from app.features.stages.service import check_index
 from app.math import minilm as bert
 from app.settings import Settings
 
@@ -47,14 +48,14 @@ def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]
         head = layer.heads[req.head]
-        fields = stage_fields(head)
+        fields = StageFields.of(head)
         result["head"] = {
             "layer": req.layer,
             "head": req.head,
             "d_head": config.d_head,
             "scale_factor": head.scale_factor,
             "x": layer.x,
-            **fields,
+            **fields.fields(),
             "query": query_breakdown(pieces.tokens, fields, query),
         }
     return result

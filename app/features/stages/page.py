@@ -7,13 +7,13 @@ scaled, allowed, masked, weights, output, scale_factor) can call `head_stages` a
 with the macros of templates/stages/_stages.html."""
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from app.core.i18n import gettext
-from app.features.stages.service import query_breakdown
+from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
 from app.web.figures import (
     LABEL_CELLS_UP_TO,
     fmt,
@@ -47,17 +47,17 @@ def _sum(terms: Sequence[str]) -> str:
     return " + ".join(shown)
 
 
-def scale_label(result: Mapping[str, Any]) -> str:
+def scale_label(result: OneHead) -> str:
     """ "√2" when the scores are divided by √d_k, "1" when scaling is switched off."""
-    d_k = int(result["d_k"])
-    if math.isclose(float(result["scale_factor"]), math.sqrt(d_k)) and d_k > 1:
+    d_k = result.d_k
+    if math.isclose(result.scale_factor, math.sqrt(d_k)) and d_k > 1:
         return f"√{d_k}"
     return "1"
 
 
-def dot_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+def dot_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
-    q, k, scores = (np.asarray(result[name], dtype=float) for name in ("q", "k", "scores"))
+    q, k, scores = result.q, result.k, result.scores
     return [
         [
             f"q_{ti} · k_{tj} = "
@@ -69,9 +69,9 @@ def dot_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str
     ]
 
 
-def scaled_hover(result: Mapping[str, Any], dots: list[list[str]]) -> list[list[str]]:
+def scaled_hover(result: OneHead, dots: list[list[str]]) -> list[list[str]]:
     """The dot product, then ", ÷ √2 = 0.707"."""
-    scaled = np.asarray(result["scaled"], dtype=float)
+    scaled = np.asarray(result.scaled, dtype=float)
     by = scale_label(result)
     return [
         [f"{text}, ÷ {by} = {fmt(scaled[i, j])}" for j, text in enumerate(row)]
@@ -79,10 +79,10 @@ def scaled_hover(result: Mapping[str, Any], dots: list[list[str]]) -> list[list[
     ]
 
 
-def masked_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+def masked_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
-    scaled = np.asarray(result["scaled"], dtype=float)
-    allowed = np.asarray(result["allowed"], dtype=bool)
+    scaled = np.asarray(result.scaled, dtype=float)
+    allowed = np.asarray(result.allowed, dtype=bool)
     visible, hidden = gettext("visible"), gettext("hidden by the mask")
     return [
         [
@@ -95,11 +95,11 @@ def masked_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[
     ]
 
 
-def weight_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+def weight_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys."""
-    scaled = np.asarray(result["scaled"], dtype=float)
-    allowed = np.asarray(result["allowed"], dtype=bool)
-    weights = np.asarray(result["weights"], dtype=float)
+    scaled = np.asarray(result.scaled, dtype=float)
+    allowed = np.asarray(result.allowed, dtype=bool)
+    weights = np.asarray(result.weights, dtype=float)
     rows = []
     for i, ti in enumerate(tokens):
         visible = np.flatnonzero(allowed[i])
@@ -122,23 +122,23 @@ def weight_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[
     return rows
 
 
-def weighted_hover(query: Mapping[str, Any], v: np.ndarray) -> list[list[str]]:
+def weighted_hover(query: QueryBreakdown, v: np.ndarray) -> list[list[str]]:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
     return [
         [
-            f"{fmt(row['weight'])} × v_{row['key_token']}[{d}] = {fmt(row['weight'])} × "
-            f"{short(v[row['key_index'], d])} = {fmt(value)}"
-            for d, value in enumerate(row["weighted_value"])
+            f"{fmt(row.weight)} × v_{row.key_token}[{d}] = {fmt(row.weight)} × "
+            f"{short(v[row.key_index, d])} = {fmt(value)}"
+            for d, value in enumerate(row.weighted_value)
         ]
-        for row in query["rows"]
+        for row in query.rows
     ]
 
 
-def output_hover(result: Mapping[str, Any], tokens: Sequence[str]) -> list[list[str]]:
+def output_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
-    weights = np.asarray(result["weights"], dtype=float)
-    v = np.asarray(result["v"], dtype=float)
-    output = np.asarray(result["output"], dtype=float)
+    weights = np.asarray(result.weights, dtype=float)
+    v = np.asarray(result.v, dtype=float)
+    output = np.asarray(result.output, dtype=float)
     return [
         [
             f"out_{ti}[{d}] = "
@@ -159,32 +159,32 @@ def _table(matrix: Any, rows: Sequence[str], cols: Sequence[str], caption: str) 
     }
 
 
-def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> dict[str, Any]:
+def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, Any]:
     """Everything templates/_stages.html shows for one head: the token table's rows, the
     heatmap strip (each figure with its table as text alternative) and the query breakdown.
 
-    `result` holds the stage fields of /api/attention. The breakdown is `result["query"]`
+    `result` holds the stage fields of /api/attention. The breakdown is `result.query`
     when present, else it is built here for `query_index` (default: the last token)."""
-    tokens = list(result["tokens"])
+    tokens = list(result.tokens)
     n = len(tokens)
-    if "query" in result and query_index in (None, result["query"]["index"]):
-        query = result["query"]
+    if result.query is not None and query_index in (None, result.query.index):
+        query = result.query
     else:
         query = query_breakdown(tokens, result, n - 1 if query_index is None else query_index)
-    i = query["index"]
-    v = np.asarray(result["v"], dtype=float)
+    i = query.index
+    v = np.asarray(result.v, dtype=float)
     dims = [f"d{d}" for d in range(v.shape[1])]
-    weighted = np.array([row["weighted_value"] for row in query["rows"]], dtype=float)
-    allowed = np.asarray(result["allowed"], dtype=bool)
+    weighted = query.weighted
+    allowed = np.asarray(result.allowed, dtype=bool)
     hover = n <= HOVER_ARITHMETIC_UP_TO
     full = n <= FULL_TABLES_UP_TO
     by = scale_label(result)
     dots = dot_hover(result, tokens) if hover else None
-    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query["token"]}
+    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
 
     def square(name: str, caption: str) -> dict[str, Any]:
         rows = slice(None) if full else slice(i, i + 1)
-        matrix = np.asarray(result[name], dtype=float)[rows]
+        matrix = np.asarray(getattr(result, name), dtype=float)[rows]
         if name == "masked":
             matrix = np.where(allowed[rows], matrix, np.nan)
         cells = [[None if np.isnan(x) else x for x in row] for row in matrix.tolist()]
@@ -194,14 +194,14 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
         {
             "name": "scores",
             "title": "Q·Kᵀ",
-            "fig": heatmap(result["scores"], tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
+            "fig": heatmap(result.scores, tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
             "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
         },
         {
             "name": "scaled",
             "title": f"÷ {by}",
             "fig": heatmap(
-                result["scaled"],
+                result.scaled,
                 tokens,
                 tokens,
                 f"÷ {by}",
@@ -214,7 +214,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
             "name": "masked",
             "title": "+ M",
             "fig": heatmap(
-                result["scaled"],
+                result.scaled,
                 tokens,
                 tokens,
                 gettext("+ M (grey = hidden, −∞)"),
@@ -228,7 +228,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
             "name": "weights",
             "title": "softmax",
             "fig": heatmap(
-                result["weights"],
+                result.weights,
                 tokens,
                 tokens,
                 gettext("softmax weights (grey = hidden, 0)"),
@@ -259,14 +259,14 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 weighted,
                 tokens,
                 dims,
-                gettext("weight_j × v_j for the query “%(token)s”") % {"token": query["token"]},
+                gettext("weight_j × v_j for the query “%(token)s”") % {"token": query.token},
             ),
         },
         {
             "name": "output",
             "title": "weights · V",
             "fig": heatmap(
-                result["output"],
+                result.output,
                 dims,
                 tokens,
                 gettext("output = weights · V"),
@@ -275,7 +275,7 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
                 hover=output_hover(result, tokens) if hover else None,
             ),
             "table": _table(
-                result["output"], tokens, dims, gettext("Output = weights · V, one row per token")
+                result.output, tokens, dims, gettext("Output = weights · V, one row per token")
             ),
         },
     ]
@@ -284,10 +284,10 @@ def head_stages(result: Mapping[str, Any], query_index: int | None = None) -> di
         "n": n,
         "result": result,
         "query": query,
-        "weight_sum": float(sum(row["weight"] for row in query["rows"])),
+        "weight_sum": query.weight_sum,
         "scale_label": by,
         "stages": stages,
         "full_tables": full,
         "cell_text": n <= LABEL_CELLS_UP_TO,
-        "empty_rows": [tokens[r] for r in result.get("empty_rows", [])],
+        "empty_rows": [tokens[r] for r in result.empty_rows],
     }

@@ -7,7 +7,7 @@ reported at the field to change, like pydantic's own errors. What needs the defa
 (the mask and the query against the number of tokens) or the settings (how many tokens, how
 wide) is checked by `check_mask` and `check_limits`, which raise InputError at the field."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import (
     BaseModel,
@@ -20,8 +20,14 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.core.errors import InputError
-from app.core.limits import HARD_MAX_HEADS, HARD_MAX_TOKENS, HARD_MAX_WIDTH, MAX_MAGNITUDE
-from app.math.attention import WORKED_TOKENS
+from app.core.limits import (
+    HARD_MAX_HEADS,
+    HARD_MAX_TOKENS,
+    HARD_MAX_WIDTH,
+    MAX_MAGNITUDE,
+    MAX_TOKEN_CHARS,
+)
+from app.core.rules import WORKED_TOKENS
 from app.math.positional import KINDS, Positional
 
 Number = Annotated[
@@ -35,7 +41,7 @@ Row = Annotated[list[Number], Field(min_length=1, max_length=HARD_MAX_WIDTH)]
 Matrix = Annotated[list[Row], Field(min_length=1, max_length=HARD_MAX_TOKENS)]
 
 
-Token = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+Token = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TOKEN_CHARS)]
 
 
 Width = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_WIDTH)]
@@ -107,18 +113,6 @@ class MaskSpec(BaseModel):
     allowed: list[Annotated[list[Flag], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
         None, max_length=HARD_MAX_TOKENS, description="A custom n × n pattern: true = visible."
     )
-
-
-WORKED_EXAMPLE_REQUEST: dict[str, Any] = {
-    "tokens": ["The", "cat", "sleeps"],
-    "x": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]],
-    "w_q": [[1.0, 0.5], [0.0, 1.0]],
-    "w_k": [[0.5, 1.0], [1.0, 0.0]],
-    "w_v": [[1.0, -1.0], [0.5, 1.0]],
-    "mask": {"causal": True},
-    "scale": True,
-    "query": 1,
-}
 
 
 class SequenceRequest(BaseModel):

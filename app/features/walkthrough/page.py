@@ -14,12 +14,16 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import numpy as np
+from pydantic import Field
 
 from app.core.i18n import N_, gettext
 from app.features.lab.page import LabPage, lab_page
+from app.features.lab.schemas import AttentionResult
+from app.features.lab.state import LabParams, Text
 from app.features.stages.page import head_stages
+from app.features.stages.results import QueryBreakdown
 from app.settings import Settings
-from app.web.figures import heatmap
+from app.web.figures import TitledFigure, heatmap
 
 # (name in the URL, the short label in the step list)
 STEPS: tuple[tuple[str, str], ...] = (
@@ -33,7 +37,18 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("output", "Σ"),
 )
 STEP_NAMES = tuple(name for name, _ in STEPS)
-WALK_PARAMS = ("step", "predict", "key", "guess")
+
+
+class WalkthroughParams(LabParams):
+    """The walk-through's URL: the lab state, plus the step shown and the guess, if any."""
+
+    step: Text = Field(None, description="The step shown: " + ", ".join(STEP_NAMES) + ".")
+    predict: Text = Field(None, description="1: guess a weight before it is revealed.")
+    key: Text = Field(None, description="The key whose weight is guessed.")
+    guess: Text = Field(None, description="The guessed weight, 0 to 1.")
+
+
+WALK_PARAMS = frozenset(WalkthroughParams.model_fields) - frozenset(LabParams.model_fields)
 # How far a guess may be from the weight and still count as close / spot on.
 SPOT_ON = 0.05
 CLOSE = 0.15
@@ -86,14 +101,14 @@ def split_items(
     return lab, own
 
 
-def input_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def input_figures(result: AttentionResult) -> dict[str, TitledFigure]:
     """Heatmaps of x, Q, K and V (rows are tokens, columns their dimensions)."""
-    tokens = list(result["tokens"])
+    tokens = list(result.tokens)
     figures = {}
     for name, title in (("x", "x"), ("q", "Q = x·W_Q"), ("k", "K = x·W_K"), ("v", "V = x·W_V")):
-        matrix = np.asarray(result[name], dtype=float)
+        matrix = np.asarray(getattr(result, name), dtype=float)
         dims = [f"d{j}" for j in range(matrix.shape[1])]
-        figures[name] = heatmap(
+        fig = heatmap(
             matrix,
             dims,
             tokens,
@@ -102,19 +117,20 @@ def input_figures(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
             x_title=gettext("dimension"),
             y_title=gettext("token"),
         )
+        figures[name] = TitledFigure(fig, title, dims)
     return figures
 
 
-def facts(result: dict[str, Any], query: dict[str, Any]) -> dict[str, Any]:
+def facts(query: QueryBreakdown) -> dict[str, Any]:
     """The numbers the step sentences quote for the selected query (read, not computed)."""
-    rows = query["rows"]
-    visible = [row for row in rows if row["visible"]]
-    best_dot = max(rows, key=lambda row: row["dot"])
-    heaviest = max(visible, key=lambda row: row["weight"]) if visible else None
+    rows = query.rows
+    visible = [row for row in rows if row.visible]
+    best_dot = max(rows, key=lambda row: row.dot)
+    heaviest = max(visible, key=lambda row: row.weight) if visible else None
     return {
         "n": len(rows),
         "visible": len(visible),
-        "hidden": [row["key_token"] for row in rows if not row["visible"]],
+        "hidden": [row.key_token for row in rows if not row.visible],
         "best_dot": best_dot,
         "heaviest": heaviest,
         "sees_nothing": not visible,
@@ -126,22 +142,22 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
     lab_items, own = split_items(items)
     lab: LabPage = lab_page(lab_items, settings)
     result = lab.result
-    view = head_stages(result)
+    view = head_stages(result.head())
     query = view["query"]
     step = own.get("step") if own.get("step") in STEP_NAMES else STEP_NAMES[0]
     index = STEP_NAMES.index(step)
-    info = facts(result, query)
+    info = facts(query)
 
     predict = own.get("predict") in ("1", "true", "on")
-    visible_keys = [row["key_index"] for row in query["rows"] if row["visible"]]
-    key = _number(own.get("key"), 0, len(query["rows"]) - 1)
+    visible_keys = [row.key_index for row in query.rows if row.visible]
+    key = _number(own.get("key"), 0, len(query.rows) - 1)
     key = int(key) if key is not None and int(key) in visible_keys else None
     if key is None and visible_keys:
         key = visible_keys[0]
     guess = None
     if predict and key is not None:
         value = _number(own.get("guess"), 0.0, 1.0)
-        guess = Guess(key, value, float(query["rows"][key]["weight"]))
+        guess = Guess(key, value, query.rows[key].weight)
 
     state = parse_qsl(lab.query, keep_blank_values=True)
     return {

@@ -4,7 +4,7 @@ the timing panel, the figures and the /cost page."""
 import asyncio
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -579,8 +579,8 @@ def test_sixty_waiting_callers_hold_no_threads(
 
 
 @pytest.fixture
-def small_client() -> TestClient:
-    return TestClient(create_app(Settings(measure_max_n=256)), raise_server_exceptions=False)
+def small_client(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client(measure_max_n=256)
 
 
 def test_measure_endpoint_times_dense_attention(small_client: TestClient) -> None:

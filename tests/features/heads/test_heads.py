@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from app.main import create_app
 from app.math import heads as mh
 from app.math.attention import attention_head, build_mask
+from app.settings import Settings
 
 # ---------------------------------------------------------------- the reference, by hand
 
@@ -263,7 +264,7 @@ def test_bad_requests_get_a_422_naming_the_field(
 
 # ---------------------------------------------------------------- properties
 
-API = TestClient(create_app(), raise_server_exceptions=False)
+API = TestClient(create_app(Settings(freeze_gc=False)), raise_server_exceptions=False)
 Floats = st.floats(-2, 2, allow_nan=False).map(lambda v: round(v, 3))
 
 

@@ -7,12 +7,14 @@ import plotly.graph_objects as go
 import pytest
 from fastapi.testclient import TestClient
 
-from app.features.heads.page import HeadsForm, gqa_kv_heads, heads_page, snap_kv_heads
+from app.core.rules import grouped_query_kv_heads
+from app.features.heads.page import HeadsForm, heads_page, scaling_figures, snap_kv_heads
 from app.features.lab.page import LabPage, lab_page
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
 from app.features.stages.schemas import MaskSpec
 from app.features.stages.service import position_demo
+from app.math.scaling import saturation
 from app.settings import Settings
 
 
@@ -24,7 +26,7 @@ def page(**params: Any) -> dict[str, Any]:
     ("heads", "expected"), [(1, None), (2, None), (4, 2), (8, 2), (9, 3), (7, None)]
 )
 def test_gqa_preset_uses_the_fewest_groups_above_one(heads: int, expected: int | None) -> None:
-    assert gqa_kv_heads(heads) == expected
+    assert grouped_query_kv_heads(heads) == expected
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,7 @@ def test_presets_and_divisors(
 def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
     context = page(heads=8, kv_heads=2)
     assert context["groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert [s["kv_head"] for s in context["result"]["heads"]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [s.kv_head for s in context["result"].heads] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert len(context["figures"]["thumbs"]) == 8
     assert "head=5" in context["head_urls"][5]
 
@@ -61,19 +63,19 @@ def test_every_figure_of_the_page_is_valid_plotly() -> None:
     for fig in [*figures["thumbs"], *(stage["fig"] for stage in figures["view"]["stages"])]:
         go.Figure(fig)
     for name in ("concat", "w_o", "output"):
-        go.Figure(figures[name])
+        go.Figure(figures[name].fig)
 
 
 def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
     context = page(text="the cat sat on the mat", mask="bidirectional", positional="none")
     demo, result = context["demo"], context["result"]
-    assert demo["equivariant"]
-    assert demo["gap"] < 1e-9
-    assert sorted(demo["order"]) == list(range(6)) != demo["order"]
+    assert demo.equivariant
+    assert demo.gap < 1e-9
+    assert sorted(demo.order) == list(range(6)) != demo.order
     # the shuffled output row of each token is that token's old row
-    for j, p in enumerate(demo["order"]):
-        np.testing.assert_allclose(demo["output"][j], result["output"][p], atol=1e-9)
-    (the,) = demo["repeats"]
+    for j, p in enumerate(demo.order):
+        np.testing.assert_allclose(demo.output[j], result.output[p], atol=1e-9)
+    (the,) = demo.repeats
     assert (the["token"], the["positions"], the["gap"]) == ("the", [0, 4], 0.0)
 
 
@@ -83,10 +85,10 @@ def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
 )
 def test_position_information_breaks_the_symmetry(positional: str, mask: str) -> None:
     demo = page(text="the cat sat on the mat", mask=mask, positional=positional)["demo"]
-    assert not demo["equivariant"]
-    assert demo["gap"] > 1e-3
-    assert demo["repeats"][0]["gap"] > 1e-3  # the two "the" now differ
-    assert demo["position_in_mask"] is (mask == "causal")
+    assert not demo.equivariant
+    assert demo.gap > 1e-3
+    assert demo.repeats[0]["gap"] > 1e-3  # the two "the" now differ
+    assert demo.position_in_mask is (mask == "causal")
 
 
 @pytest.mark.parametrize(
@@ -102,8 +104,8 @@ def test_shuffle_demo_for_one_head_as_the_lab_computes_it(
     )
     result = compute_attention(req, Settings())
     demo = position_demo(req, result, compute_attention, Settings())
-    assert demo["equivariant"] is equivariant
-    assert (demo["repeats"][0]["gap"] < 1e-12) is equivariant
+    assert demo.equivariant is equivariant
+    assert (demo.repeats[0]["gap"] < 1e-12) is equivariant
 
 
 def test_page_problems_become_messages_not_errors() -> None:
@@ -131,11 +133,11 @@ def test_the_lab_shows_whether_shuffling_changes_the_output(
 ) -> None:
     page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
     assert page.ok
-    assert page.result["positional"] == positional
+    assert page.result.positional == positional
     assert page.demo is not None
-    assert page.demo["equivariant"] is equivariant
-    assert [r["token"] for r in page.demo["repeats"]] == ["the", "cat"]
-    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo["repeats"])
+    assert page.demo.equivariant is equivariant
+    assert [r["token"] for r in page.demo.repeats] == ["the", "cat"]
+    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo.repeats)
     assert (("positional", positional) in page.params) is (positional != "none")
 
 
@@ -146,3 +148,11 @@ def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
     response = client.get("/?tokens=a+b&d_k=3&positional=rope")
     assert response.status_code == 422
     assert "d_k is 3 (odd)" in response.text
+
+
+def test_scaling_figures_are_valid_plotly() -> None:
+    figures = scaling_figures(saturation(seed=0))
+    assert set(figures) == {"score_std", "max_weight", "entropy_bits", "gradient"}
+    for shown in figures.values():
+        go.Figure(shown.fig)
+        assert [t["name"] for t in shown.fig["data"]] == ["÷ √d_k", "raw Q·K"]

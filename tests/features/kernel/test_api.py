@@ -1,12 +1,12 @@
 """/api/kernel/tiled and /api/kernel/decode through the HTTP stack."""
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from app.features.kernel.schemas import DecodeResponse, TiledResponse
-from app.main import create_app
-from app.settings import Settings
 
 
 def test_tiled_worked_example_matches_the_lab(client: TestClient) -> None:
@@ -115,10 +115,10 @@ def test_bad_kernel_input_is_a_clear_422(
     assert error["msg"].startswith(field)
 
 
-def test_the_step_cap_comes_from_the_settings() -> None:
-    with TestClient(create_app(Settings(max_kernel_steps=3))) as small:
-        assert small.post("/api/kernel/tiled", json={}).status_code == 422
-        assert small.post("/api/kernel/tiled", json={"block_q": 3}).status_code == 200
+def test_the_step_cap_comes_from_the_settings(make_client: Callable[..., TestClient]) -> None:
+    small = make_client(max_kernel_steps=3)
+    assert small.post("/api/kernel/tiled", json={}).status_code == 422
+    assert small.post("/api/kernel/tiled", json={"block_q": 3}).status_code == 200
 
 
 def test_openapi_documents_both_walk_throughs(client: TestClient) -> None:

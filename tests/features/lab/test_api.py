@@ -5,7 +5,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 
-from app.features.stages.schemas import WORKED_EXAMPLE_REQUEST
+from app.core.rules import WORKED_EXAMPLE_REQUEST
 from tests.reference import assert_stages_close, head_requests, plain_answer
 
 
@@ -117,9 +117,9 @@ GQA_ROPE = {"heads": 4, "kv_heads": 2, "positional": "rope"}
 @pytest.mark.parametrize(
     ("path", "name", "request_", "head_name"),
     [
-        ("/api/attention", "AttentionResponse", {}, None),
-        ("/api/attention", "AttentionResponse", WINDOW_AND_PADDING, None),
-        ("/api/heads", "HeadsResponse", GQA_ROPE, "HeadsHeadResponse"),
+        ("/api/attention", "AttentionResult", {}, None),
+        ("/api/attention", "AttentionResult", WINDOW_AND_PADDING, None),
+        ("/api/heads", "HeadsResult", GQA_ROPE, "QueryHead"),
     ],
 )
 def test_responses_match_the_documented_schema(

@@ -100,7 +100,7 @@ def test_the_long_preset_has_32_tokens_and_no_printed_cells(
 ) -> None:
     href = {label: url for label, url, _ in PRESETS}["Longer sentence (n = 32)"]
     page = lab_page(parse_qsl(href.split("?", 1)[1]), settings)
-    assert len(page.result["tokens"]) == 32
+    assert len(page.result.tokens) == 32
     assert '"texttemplate"' not in client.get(href).text
 
 

@@ -128,28 +128,28 @@ def test_the_canonical_url_reproduces_the_state_exactly(query: str) -> None:
     assert again.ok
     assert again.query == first.query  # canonical twice is canonical
     for name in ("x", "w_q", "w_k", "w_v", "weights", "output", "allowed"):
-        assert np.array_equal(again.result[name], first.result[name]), name
-    assert again.result["query"]["index"] == first.result["query"]["index"]
+        assert np.array_equal(getattr(again.result, name), getattr(first.result, name)), name
+    assert again.result.query.index == first.result.query.index
 
 
 def test_randomize_draws_the_next_seed_and_keeps_everything_else() -> None:
     before = lab_page([], SETTINGS)
     after = lab_page([("action", "randomize-w_q")], SETTINGS)
     assert after.state.seed == 1
-    assert not np.array_equal(after.result["w_q"], before.result["w_q"])
+    assert not np.array_equal(after.result.w_q, before.result.w_q)
     for name in ("x", "w_k", "w_v"):
-        assert np.array_equal(after.result[name], before.result[name])
-    assert after.result["query"]["index"] == 1
+        assert np.array_equal(getattr(after.result, name), getattr(before.result, name))
+    assert after.result.query.index == 1
 
 
 def test_identity_fills_the_projection_with_the_identity() -> None:
     page = lab_page([("d_model", "3"), ("d_k", "2"), ("action", "identity-w_k")], SETTINGS)
-    assert page.result["w_k"].tolist() == np.eye(3, 2).tolist()
+    assert page.result.w_k.tolist() == np.eye(3, 2).tolist()
 
 
 def test_generate_from_the_text_replaces_the_worked_rows() -> None:
     page = lab_page([("action", "generate-x")], SETTINGS)
-    assert not np.array_equal(page.result["x"], [[1, 0], [0, 1], [1, 1]])
+    assert not np.array_equal(page.result.x, [[1, 0], [0, 1], [1, 1]])
     assert "x=" in page.query
 
 
@@ -157,7 +157,7 @@ def test_a_state_that_cannot_be_computed_falls_back_and_says_why() -> None:
     page = lab_page(parse_qsl("tokens=a+b&x=1,2;3,4;5,6,7"), SETTINGS)
     assert page.problems
     assert "row 2 has 3 numbers" in page.problems[0]
-    assert page.result["tokens"] == ["a", "b"]
+    assert page.result.tokens == ["a", "b"]
     assert page.notes == ["The numbers below are generated from the text until that is fixed."]
 
 

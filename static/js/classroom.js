@@ -32,9 +32,11 @@
     };
   }
 
+  // A form field with focus owns the keyboard: p, c and the arrows are the field's keys then.
   function typing(event) {
-    const el = event.target;
-    return el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName);
+    const el = document.activeElement && document.activeElement !== document.body
+      ? document.activeElement : event.target;
+    return Boolean(el && el.closest && el.closest("input, textarea, select, [contenteditable]"));
   }
 
   function follow(selector) {

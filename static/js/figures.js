@@ -1,11 +1,38 @@
 // Draws every figure on the page from its JSON data block. No attention arithmetic here:
 // the server computed the figure; this file only hands it to plotly.js.
-// A figure near the viewport is drawn at once; the others when they come near it or when
+// A figure on screen is drawn at once; the others when they come near it or when
 // the browser is next idle, whichever is first. A figure whose data did not change is left.
 "use strict";
 
 (function () {
-  const CONFIG = { responsive: true, displaylogo: false, toImageButtonOptions: { format: "png" } };
+  // The toolbar saves PNG (plotly's camera) and SVG, a vector image for slides and papers;
+  // the SVG button's label comes from the page (<body data-svg-label>, translated).
+  const SVG_ICON = {
+    width: 1000,
+    height: 1000,
+    path: "M440 80H560V520H720L500 780L280 520H440ZM120 840H880V940H120Z",
+  };
+
+  function saveSvg(gd) {
+    const title = String(((gd.layout || {}).title || {}).text || "");
+    const name = title.replace(/<[^>]*>|&[a-z]+;/g, "").replace(/[\s/\\:*?"<>|]+/g, "_");
+    window.Plotly.downloadImage(gd, { format: "svg", filename: name.slice(0, 60) || "figure" });
+  }
+
+  function config() {
+    return {
+      responsive: true,
+      displaylogo: false,
+      toImageButtonOptions: { format: "png" },
+      modeBarButtonsToAdd: [{
+        name: "download-svg",
+        title: document.body.dataset.svgLabel || "SVG",
+        icon: SVG_ICON,
+        click: saveSvg,
+      }],
+    };
+  }
+  const CELL_TEXT_MIN_PX = 10; // a cell number smaller than this is left to the hover text
   const MARGIN = 200; // px around the viewport that count as "near"
   const pending = new Map(); // plot element → JSON text still to draw
   const observer = "IntersectionObserver" in window
@@ -31,18 +58,49 @@
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: dark ? "#3a3a3a" : "#d9d9d9",
       font: font,
-    }, present ? {
-      height: Math.max(layout.height || 0, 460) + 50,
-      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 50 }),
-    } : {});
+    }, present ? Object.assign(bigTicks(layout), {
+      height: Math.max(layout.height || 0, 420) + 30,
+      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 30 }),
+    }) : {});
   }
 
-  function traces(data) {
-    if (!presenting()) return data;
+  // Presenter mode: tick labels (tokens) big enough for the back of the room, on every axis.
+  function bigTicks(layout) {
+    const out = {};
+    Object.keys(layout).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        out[key] = Object.assign({}, layout[key], {
+          tickfont: Object.assign({}, layout[key].tickfont, { size: 18 }),
+        });
+      }
+    });
+    return out;
+  }
+
+  // Cell numbers stay readable: each keeps its font size (22 px in presenter mode) or, where
+  // the cells are too narrow for it at the figure's width, is left to the hover text.
+  function fits(trace, el, layout, size) {
+    const columns = Array.isArray(trace.x) ? trace.x.length : (trace.z[0] || []).length;
+    const margin = layout.margin || {};
+    const width = (el.clientWidth || 300) - (margin.l || 70) - (margin.r || 10) - 40;
+    const longest = (trace.text || []).reduce(function (m, row) {
+      return Math.max(m, row.reduce(function (k, t) { return Math.max(k, String(t).length); }, 0));
+    }, 0);
+    return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.6 + 2;
+  }
+
+  function traces(data, el, layout) {
+    const present = presenting();
     return data.map(function (trace) {
-      return trace.type !== "heatmap" ? trace : Object.assign({}, trace, {
-        xgap: 4, ygap: 4, textfont: { size: 22 }, colorbar: { thickness: 24, len: 0.9 },
-      });
+      if (trace.type !== "heatmap") return trace;
+      const out = present ? Object.assign({}, trace, {
+        xgap: 4, ygap: 4, textfont: Object.assign({}, trace.textfont, { size: 22 }),
+        colorbar: Object.assign({}, trace.colorbar, { thickness: 24, len: 0.9 }),
+      }) : trace;
+      if (out.texttemplate && !fits(out, el, layout, (out.textfont || {}).size || 12)) {
+        return Object.assign({}, out, { texttemplate: "" });
+      }
+      return out;
     });
   }
 
@@ -53,12 +111,15 @@
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
     const fig = JSON.parse(text);
-    window.Plotly.react(el, traces(fig.data), themed(fig.layout), CONFIG);
+    window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config())
+      .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }
 
+  // Drawn at once: what is on screen now. What is just off it follows when the browser is
+  // idle or when it scrolls near (the observer's margin): an edit waits for no hidden plot.
   function near(el) {
     const box = el.getBoundingClientRect();
-    return box.bottom > -MARGIN && box.top < window.innerHeight + MARGIN;
+    return box.bottom > 0 && box.top < window.innerHeight;
   }
 
   // One figure per idle moment, more while the moment lasts: an edit is never kept waiting

@@ -1,65 +1,52 @@
-// /heads live updates: the server renders the results for the form's state; this file
-// only fetches that rendering, swaps it in, and keeps the address bar equal to the state.
+// /heads, live (static/js/live.js): the server renders the form and the results for the
+// form's state; its form carries the key/value-head choices that divide h, so no rule of
+// the page is repeated here. This file only says which parts to take and where the state is.
 "use strict";
 
 (function () {
-  const form = document.getElementById("heads-form");
-  const results = document.getElementById("heads-results");
-  if (!form || !results) return;
-  let timer = null;
-  let latest = 0;
+  if (!document.getElementById("heads-form") || !window.AttentionLab || !window.AttentionLab.live) return;
 
-  function state() {
-    const block = document.getElementById("heads-state");
+  function state(doc) {
+    const block = doc.getElementById("heads-state");
     return block ? JSON.parse(block.textContent) : null;
   }
 
-  // The server may adjust the state (a preset, a g that does not divide h): mirror it.
-  function syncForm(s) {
-    const select = form.elements.kv_heads;
-    select.replaceChildren();
-    for (const g of s.kv_head_choices) {
-      select.add(new Option(String(g), String(g), false, g === s.kv_heads));
-    }
-    form.elements.head.value = String(s.head);
-    form.querySelector('button[value="gqa"]').disabled = !s.grouped_query;
-  }
-
-  function refresh(submitter) {
-    const query = new URLSearchParams(new FormData(form, submitter)).toString();
-    const ticket = ++latest;
-    fetch("/heads/fragment?" + query, { headers: { Accept: "text/html" } })
-      .then(function (r) { return r.text(); })
-      .then(function (html) {
-        if (ticket !== latest) return; // a newer edit is on its way
-        results.innerHTML = html;
-        const s = state();
-        if (s) {
-          syncForm(s);
-          history.replaceState(null, "", "/heads?" + s.query);
-        }
-        window.AttentionLab.drawFigures(results);
-        document.dispatchEvent(new CustomEvent("heads:updated"));
-      });
-  }
-
-  function later() {
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 250);
-  }
-
-  form.addEventListener("input", later);
-  form.addEventListener("change", later);
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    clearTimeout(timer);
-    refresh(event.submitter && event.submitter.name ? event.submitter : undefined);
+  const heads = window.AttentionLab.live({
+    form: "heads-form",
+    url: function (params) { return "/heads?" + params.toString(); },
+    // A 422 (an input that cannot be used) brings the sentences saying so; the form stays as
+    // typed, since the server's copy of it would be the defaults.
+    regions: function (doc) {
+      return doc.liveStatus === 422 ? ["heads-results"] : ["heads-form", "heads-results"];
+    },
+    address: function (doc) {
+      const s = state(doc);
+      return s ? "/heads?" + s.query : null;
+    },
   });
-  results.addEventListener("click", function (event) {
-    const link = event.target.closest("a[data-head]");
-    if (!link) return;
+
+  function open(head) {
+    document.getElementById("head").value = String(head);
+    heads.update({ now: true });
+  }
+
+  // A click on a head in the figure of every head opens it (meta.panel is its number).
+  document.addEventListener("figure:drawn", function (event) {
+    const plot = event.target;
+    if (plot.dataset.figure !== "fig-heads" || plot.dataset.clickable) return;
+    plot.dataset.clickable = "1";
+    plot.on("plotly_click", function (data) {
+      const point = data.points && data.points[0];
+      const meta = point && point.data && point.data.meta;
+      if (meta && meta.panel !== undefined) open(meta.panel);
+    });
+  });
+
+  // A head's link (which works without JavaScript too) selects that head.
+  document.addEventListener("click", function (event) {
+    const link = event.target.closest("#heads-results a[data-head]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
     event.preventDefault();
-    form.elements.head.value = link.dataset.head;
-    refresh();
+    open(link.dataset.head);
   });
 })();

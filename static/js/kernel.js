@@ -34,6 +34,7 @@
       }
     });
     if (push) history.pushState(null, "", url);
+    if (window.AttentionLab && window.AttentionLab.followState) window.AttentionLab.followState();
     if (window.AttentionLab && window.AttentionLab.drawFigures) {
       redraw.forEach(function (body) { window.AttentionLab.drawFigures(body); });
     }

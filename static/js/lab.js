@@ -1,165 +1,92 @@
-// The head lab, live: every edit asks the server to re-render the results (GET /?…&fragment=1)
-// and swaps them in. No attention arithmetic here: this file only collects the form's text,
-// joins grid cells into the URL's compact rows, and places the server's HTML.
+// The head lab, live (static/js/live.js does the fetching and swapping): every edit asks the
+// server to re-render the results (GET /?…&fragment=…). No attention arithmetic here: this
+// file only joins grid cells into the URL's compact rows and says which parts to take.
 "use strict";
 
 (function () {
   const form = document.getElementById("lab-form");
-  if (!form) return;
+  if (!form || !window.AttentionLab || !window.AttentionLab.live) return;
   const MATRIX_NAMES = new Set(["x", "w_q", "w_k", "w_v", "cell", "allowed"]);
-  const DEBOUNCE_MS = 10; // edits arriving while a request is out are merged into one more
-  let inFlight = false;
-  let queued = null;
-  let timer = null;
-  let redraws = 0;
 
-  // ---------------------------------------------------------------- the state as a URL
-
-  function gridRows(grid) {
+  function rows(grid, read, between) {
     return Array.from(grid.querySelectorAll("tbody tr"))
-      .map(function (tr) {
-        return Array.from(tr.querySelectorAll("input")).map(function (cell) {
-          return cell.value.trim();
-        }).join(",");
-      })
+      .map(function (tr) { return Array.from(tr.querySelectorAll("input")).map(read).join(between); })
       .join(";");
   }
 
-  function patternRows() {
-    return Array.from(form.querySelectorAll("#pattern tbody tr"))
-      .map(function (tr) {
-        return Array.from(tr.querySelectorAll("input")).map(function (box) {
-          return box.checked ? "1" : "0";
-        }).join("");
-      })
-      .join(";");
-  }
-
-  function stateParams(action) {
+  function stateParams(f, submitter, job) {
     const params = new URLSearchParams();
-    new FormData(form).forEach(function (value, key) {
+    new FormData(f).forEach(function (value, key) {
       if (!MATRIX_NAMES.has(key) && key !== "action") params.append(key, value);
     });
-    form.querySelectorAll("[data-matrix]").forEach(function (grid) {
-      if (grid.dataset.given === "1") params.append(grid.dataset.matrix, gridRows(grid));
+    // Every grid the form shows is sent: what is on screen is what is computed (a grid left
+    // out would be generated again). The server keeps them through size changes.
+    f.querySelectorAll("[data-matrix]").forEach(function (grid) {
+      params.append(grid.dataset.matrix, rows(grid, function (c) { return c.value.trim(); }, ","));
     });
-    const mode = form.querySelector("input[name=mask]:checked");
-    if (mode && mode.value === "custom" && form.querySelector("#pattern")) {
-      params.append("allowed", patternRows());
+    const mode = f.querySelector("input[name=mask]:checked");
+    const pattern = f.querySelector("#pattern");
+    if (mode && mode.value === "custom" && pattern) {
+      params.append("allowed", rows(pattern, function (b) { return b.checked ? "1" : "0"; }, ""));
     }
+    const action = job && job.submitter && job.submitter.name === "action" ? job.submitter.value : null;
     if (action) params.append("action", action);
+    params.append("fragment", structural(job) ? "all" : "results");
     return params;
   }
 
-  // ---------------------------------------------------------------- swapping the server's HTML
-
-  function swapEditor(fresh) {
-    const old = document.getElementById("lab-editor");
-    const active = document.activeElement;
-    // Keep the control being typed in (its text and caret) instead of the server's copy.
-    if (active && active.id && old.contains(active)) {
-      const twin = fresh.querySelector("#" + CSS.escape(active.id));
-      if (twin && twin.type === active.type) twin.replaceWith(active);
-    }
-    old.replaceWith(fresh);
+  function structural(job) {
+    if (!job) return false;
+    if (job.submitter) return true; // a button: Generate, Randomize, Identity, Update
+    return Boolean(job.target && job.target.hasAttribute && job.target.hasAttribute("data-structural"));
   }
 
-  function swapResults(fresh) {
-    const old = document.getElementById("lab-results");
-    // Reuse the drawn plots so that plotly updates them in place instead of from scratch.
-    old.querySelectorAll("[data-figure]").forEach(function (plot) {
-      const twin = fresh.querySelector('[data-figure="' + plot.dataset.figure + '"]');
-      if (twin) twin.replaceWith(plot);
-    });
-    old.replaceWith(fresh);
-    return fresh;
-  }
-
-  function apply(html, structural) {
-    const template = document.createElement("template");
-    template.innerHTML = html;
-    const part = function (id) { return template.content.getElementById(id); };
-    const messages = part("lab-messages");
-    document.getElementById("lab-messages").replaceWith(messages);
-    if (messages.dataset.problems === "1") {
-      document.getElementById("lab-results").classList.add("stale");
-      return;
-    }
-    if (structural) swapEditor(part("lab-editor"));
-    const results = swapResults(part("lab-results"));
-    const query = results.dataset.query;
-    history.replaceState(null, "", "/?" + query);
-    const jsonLink = document.getElementById("json-link");
-    if (jsonLink) jsonLink.href = "/lab.json?" + query;
-    window.AttentionLab.drawFigures(results);
-    redraws += 1;
-    document.documentElement.dataset.labRedraws = String(redraws);
-  }
-
-  function send(job) {
-    if (inFlight) {
-      queued = {
-        structural: job.structural || (queued && queued.structural),
-        action: job.action || (queued && queued.action),
-      };
-      return;
-    }
-    inFlight = true;
-    const structural = job.structural || Boolean(job.action);
-    const params = stateParams(job.action);
-    params.append("fragment", structural ? "all" : "results");
-    fetch("/?" + params.toString(), { headers: { Accept: "text/html" } })
-      .then(function (response) { return response.text(); })
-      .then(function (html) { apply(html, structural); })
-      .catch(function () {
+  const lab = window.AttentionLab.live({
+    form: "lab-form",
+    params: stateParams,
+    merge: function (older, newer) {
+      return structural(older) && !structural(newer) ? Object.assign({}, newer, {
+        target: older.target, submitter: older.submitter || newer.submitter,
+      }) : newer;
+    },
+    url: function (params) { return "/?" + params.toString(); },
+    regions: function (doc, job) {
+      const messages = doc.getElementById("lab-messages");
+      if (messages && messages.dataset.problems === "1") {
         document.getElementById("lab-results").classList.add("stale");
-      })
-      .finally(function () {
-        inFlight = false;
-        if (queued) {
-          const next = queued;
-          queued = null;
-          send(next);
-        }
-      });
-  }
-
-  function update(structural, action) {
-    clearTimeout(timer);
-    timer = setTimeout(function () { send({ structural: structural, action: action }); }, DEBOUNCE_MS);
-  }
-
-  // ---------------------------------------------------------------- events
+        return ["lab-messages"]; // keep the last good results, greyed, under the sentences
+      }
+      return structural(job) ? ["lab-messages", "lab-editor", "lab-results"] : ["lab-messages", "lab-results"];
+    },
+    address: function (doc) {
+      const results = doc.getElementById("lab-results");
+      const messages = doc.getElementById("lab-messages");
+      if (!results || (messages && messages.dataset.problems === "1")) return null;
+      const query = results.dataset.query;
+      const json = document.getElementById("json-link");
+      if (json) json.href = "/lab.json?" + query;
+      return "/?" + query;
+    },
+  });
 
   form.addEventListener("input", function (event) {
-    const target = event.target;
-    const grid = target.closest("[data-matrix]");
-    if (grid) grid.dataset.given = "1";
-    if (target.classList.contains("pattern-cell")) {
+    if (event.target.classList.contains("pattern-cell")) {
       const custom = form.querySelector("#mask-custom");
-      if (!custom.checked) {
+      if (custom && !custom.checked) {
         custom.checked = true;
-        update(true);
-        return;
+        custom.dispatchEvent(new Event("input", { bubbles: true }));
       }
     }
-    update(target.hasAttribute("data-structural"));
-  });
+  }, true); // before live.js reads the form
 
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    const button = event.submitter;
-    update(true, button && button.name === "action" ? button.value : null);
-  });
-
-  // A token button outside the form picks the query: the form's own submit with it.
+  // A token button outside the form picks the query.
   document.addEventListener("click", function (event) {
     const pick = event.target.closest("button[data-query]");
     if (!pick) return;
     event.preventDefault();
-    form.querySelector("#query").value = pick.dataset.query;
-    update(false);
+    document.getElementById("query").value = pick.dataset.query;
+    lab.update({ now: true });
   });
 
-  window.AttentionLab = Object.assign(window.AttentionLab || {}, { labState: stateParams });
+  window.AttentionLab.labState = function () { return stateParams(document.getElementById("lab-form")); };
 })();

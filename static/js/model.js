@@ -1,31 +1,35 @@
-// The /model page: a click on one head in the grid opens that head's stages. The grid is
-// one heatmap of n × n blocks with a gap between them (meta.block = n + 1), so the clicked
-// cell's row and column say which layer and head it shows. The link is the page's own URL
-// with layer and head changed; the server renders the result.
+// The /model page, live (static/js/live.js): the sentence, layer, head and query selectors
+// redraw the page's pictures as they change (the server runs the model; nothing is computed
+// here). A click on one head in the grid opens that head: the grid is one heatmap of n × n
+// blocks with a gap between them (meta.block = n + 1), so the clicked cell's row and column
+// say which layer and head it shows.
 "use strict";
 
 (function () {
+  if (!document.getElementById("model-form") || !window.AttentionLab || !window.AttentionLab.live) return;
+
+  const model = window.AttentionLab.live({
+    form: "model-form",
+    delay: 150, // a sentence is typed word by word: each run of the model takes a while
+    url: function (params) { return "/model?" + params.toString(); },
+    // A 422 brings the sentences saying what to fix; the form stays as typed.
+    regions: function (doc) {
+      return doc.liveStatus === 200 ? ["model-form", "model-results"] : ["model-results"];
+    },
+  });
+
   function openHead(point) {
     const block = point && point.data && point.data.meta && point.data.meta.block;
     if (!block || !Array.isArray(point.pointNumber)) return;
-    const row = point.pointNumber[0];
-    const col = point.pointNumber[1];
-    const url = new URL(window.location.href);
-    url.searchParams.set("layer", String(Math.floor(row / block)));
-    url.searchParams.set("head", String(Math.floor(col / block)));
-    url.searchParams.delete("query");
-    url.hash = "head-title";
-    window.location.assign(url.toString());
+    document.getElementById("layer").value = String(Math.floor(point.pointNumber[0] / block));
+    document.getElementById("head").value = String(Math.floor(point.pointNumber[1] / block));
+    model.update({ now: true });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    const grid = document.querySelector('[data-figure="fig-grid"]');
-    const form = document.querySelector(".model-form");
-    if (!grid || typeof grid.on !== "function") return;
-    if (form && !new URL(window.location.href).searchParams.has("text")) {
-      // The default page: carry its sentence into the URL so that a click keeps it.
-      window.history.replaceState(null, "", "?" + new URLSearchParams(new FormData(form)));
-    }
-    grid.on("plotly_click", function (event) { openHead(event.points[0]); });
+  document.addEventListener("figure:drawn", function (event) {
+    const grid = event.target;
+    if (grid.dataset.figure !== "fig-grid" || grid.dataset.clickable) return;
+    grid.dataset.clickable = "1";
+    grid.on("plotly_click", function (data) { openHead(data.points[0]); });
   });
 })();

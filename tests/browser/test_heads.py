@@ -24,7 +24,7 @@ def printed(values: list[list[float]], digits: int = 3) -> list[list[str]]:
 
 def updated(page: Page, action) -> None:  # type: ignore[no-untyped-def]
     """Run an action that changes the form and wait for the server's re-rendering."""
-    with page.expect_response(re.compile(r"/heads/fragment\?")):
+    with page.expect_response(re.compile(r"/heads\?")):
         action()
     page.wait_for_selector("#heads-results .plot .main-svg", state="attached")
 
@@ -47,7 +47,8 @@ def test_heads_page_shows_the_api_numbers_and_is_accessible(page: Page) -> None:
     expect(page.locator("#kv-mha")).to_have_text(
         str(body["kv_cache_bytes_per_token"]["multi_head"])
     )
-    expect(page.locator(".thumb .plot.js-plotly-plot")).to_have_count(4)
+    expect(page.locator("[data-figure='fig-heads'] .main-svg").first).to_be_visible()
+    expect(page.locator(".plot.js-plotly-plot[data-figure='fig-heads']")).to_have_count(1)
     save_screenshot(page, "heads")
     assert axe_violations(page) == []
 

@@ -11,7 +11,7 @@ from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
 
 
 def redraws(page: Page) -> int:
-    return int(page.evaluate("document.documentElement.dataset.labRedraws || '0'"))
+    return int(page.evaluate("document.documentElement.dataset.liveRedraws || '0'"))
 
 
 def edit(page: Page, action: Callable[[], None]) -> None:
@@ -20,11 +20,11 @@ def edit(page: Page, action: Callable[[], None]) -> None:
     action()
     # Any count above `before` (no page-side eval: the CSP forbids it).
     above = re.compile(rf"^(?!(?:{'|'.join(map(str, range(before + 1)))})$)\d+$")
-    expect(page.locator("html")).to_have_attribute("data-lab-redraws", above, timeout=10_000)
+    expect(page.locator("html")).to_have_attribute("data-live-redraws", above, timeout=10_000)
 
 
 def weights_shown(page: Page) -> list[str]:
-    return page.locator("#query-table tbody tr td:nth-child(4)").all_text_contents()
+    return page.locator("#query-table tbody tr td:nth-child(5)").all_text_contents()
 
 
 @pytest.fixture
@@ -79,11 +79,13 @@ def test_editing_w_q_shows_the_servers_new_weights(page: Page) -> None:
 def test_bidirectional_lets_cat_see_sleeps(page: Page) -> None:
     page.goto("/")
     sleeps = page.locator("#query-table tbody tr").nth(2)
-    expect(sleeps.locator("td").nth(2)).to_have_class("hidden-cell")
+    expect(sleeps.locator("td").nth(2)).to_have_text("−∞")  # the mask column
+    expect(sleeps.locator("td").nth(3)).to_have_class("hidden-cell")
     edit(page, lambda: page.get_by_label("Bidirectional (an encoder)").check())
     assert "mask=bidirectional" in page.url
-    expect(sleeps.locator("td").nth(2)).not_to_have_class("hidden-cell")
-    assert float(sleeps.locator("td").nth(2).text_content() or "0") > 0.3
+    expect(sleeps.locator("td").nth(2)).to_have_text("0")
+    expect(sleeps.locator("td").nth(3)).not_to_have_class("hidden-cell")
+    assert float(sleeps.locator("td").nth(3).text_content() or "0") > 0.3
 
 
 def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: PageWatch) -> None:

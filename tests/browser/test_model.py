@@ -42,7 +42,7 @@ def test_a_click_in_the_grid_opens_that_heads_stages(page: Page) -> None:
     q_cells = page.locator("#proj-q-table tbody tr").nth(1).locator("td")
     expect(q_cells).to_have_count(32)
     expect(q_cells).to_have_text([fmt(v) for v in head["q"][1]])
-    expect(page.locator("#query-table tbody tr").first.locator("td").nth(2)).to_have_text(
+    expect(page.locator("#query-table tbody tr").first.locator("td").nth(3)).to_have_text(
         fmt(head["query"]["rows"][0]["weight"])
     )
     save_screenshot(page, "model")

@@ -1,6 +1,6 @@
 """From a cost query to one result dict, shared by GET /api/cost and the /cost page.
 
-Fills what the query left out (from a model preset, else the defaults of shared/API.md),
+Fills what the query left out (from a model preset, else the API contract's defaults),
 checks what only shows once everything is filled in (kv_heads divides heads, window_layers
 fits in layers), and lays out every figure app/math/cost.py computes. Integers stay exact.
 """

@@ -19,7 +19,8 @@ from app.features.stages.schemas import MaskSpec, PositionalKind
 from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
-from app.web.figures import Series, TitledFigure, heatmap, log_log_lines, thumbnail
+from app.web.figures import Series, TitledFigure, heatmap, log_log_lines
+from app.web.multiples import small_multiples
 
 HEADS_PAGE_MAX_TOKENS = 32
 
@@ -105,14 +106,23 @@ def heads_figures(result: HeadsResult, selected: int) -> dict[str, Any]:
     tokens = result.tokens
     h, d_head = len(result.heads), result.d_head
     concat_columns = [f"h{i}·{j}" for i in range(h) for j in range(d_head)]
+    # Every head in one figure (one plotly plot draws many times faster than one per head),
+    # a row per key/value group, one shared colour bar on [0, 1].
+    order = sorted(range(h), key=lambda i: (result.heads[i].kv_head, i))
+    per_group = h // max(1, len({s.kv_head for s in result.heads}))
     return {
-        "thumbs": [
-            thumbnail(
-                heatmap(s.weights, tokens, tokens, ""),
-                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": s.kv_head},
-            )
-            for i, s in enumerate(result.heads)
-        ],
+        "heads": small_multiples(
+            [result.heads[i].weights for i in order],
+            tokens,
+            [
+                gettext("head %(i)s · KV %(g)s") % {"i": i, "g": result.heads[i].kv_head}
+                for i in order
+            ],
+            hidden=~np.asarray(result.heads[selected].allowed, dtype=bool),
+            columns=min(4, per_group) if per_group > 1 else 4,
+            selected=selected,
+            ids=order,
+        ),
         "view": head_stages(result.head(selected)),
         "concat": matrix_figure(
             result.concat, tokens, "concat (n × h·d_head)", gettext("head · column")

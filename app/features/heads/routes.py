@@ -26,11 +26,13 @@ def heads(req: HeadsRequest, settings: SettingsDep) -> JSONResponse:
 @pages.get("/heads", response_class=HTMLResponse)
 def heads_html(request: Request, query: HeadsQuery, settings: SettingsDep) -> HTMLResponse:
     context = heads_page(query.last(), settings)
-    return templates.TemplateResponse(request, "heads/heads.html", context)
+    status = 422 if context["errors"] else 200  # like every page: bad input is a 422
+    return templates.TemplateResponse(request, "heads/heads.html", context, status_code=status)
 
 
 @pages.get("/heads/fragment", response_class=HTMLResponse)
 def heads_fragment(request: Request, query: HeadsQuery, settings: SettingsDep) -> HTMLResponse:
     """The results part of /heads alone: what the page swaps in on a live update."""
     context = heads_page(query.last(), settings)
-    return templates.TemplateResponse(request, "heads/_results.html", context)
+    status = 422 if context["errors"] else 200
+    return templates.TemplateResponse(request, "heads/_results.html", context, status_code=status)

@@ -31,7 +31,7 @@ class TrafficCount:
 
 @dataclass(frozen=True)
 class TiledTraffic:
-    """One run's traffic beside standard attention's (shared/API.md: tiled, standard, skipped)."""
+    """One run's traffic beside standard attention's (API fields: tiled, standard, skipped)."""
 
     order: str
     tiled: TrafficCount

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 
 from app.core import rules
-from app.core.i18n import gettext
+from app.core.i18n import gettext, ngettext
 from app.features.lab.schemas import AttentionResult
 from app.features.lab.state import LABELS, MATRICES, LabState, Parsed
 from app.math import attention as att
@@ -15,12 +15,14 @@ from app.math import attention as att
 def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     """Make the parts agree after an edit changed a size, and say what was regenerated.
 
-    New tokens keep the x rows they had and get generated rows; a matrix whose width no
-    longer matches d_model, d_k or d_v is generated again; the padding, the custom pattern
-    and the query follow the number of tokens.
+    An edit changes only what was edited: the tokens that stay keep their x rows and only
+    new tokens get generated rows; a wider d_model, d_k or d_v keeps every column there is and
+    generates only the new ones (a narrower one drops the last); the padding, the custom
+    pattern and the query follow the number of tokens. Generating everything again is what
+    the buttons are for.
     """
     state = replace(parsed.state, matrices=dict(parsed.state.matrices))
-    notes: list[str] = []
+    notes: list[str] = list(parsed.notes)
     n = state.n
     tokens = state.tokens if state.tokens is not None else list(rules.WORKED_TOKENS)
     heights = {"x": n, "w_q": state.d_model, "w_k": state.d_model, "w_v": state.d_model}
@@ -37,28 +39,25 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
 
     x = state.matrices.get("x")
     if x is not None and len({len(row) for row in x}) == 1:
-        width = len(x[0])
-        if state.d_model is not None and width != state.d_model:
-            del state.matrices["x"]
-            notes.append(
-                gettext("x was generated again from the text for d_model = %(d_model)s")
-                % {"d_model": state.d_model}
-            )
-        elif len(x) != n:
-            extra = att.token_vectors(tokens[len(x) :], width, state.seed).tolist()
-            state.matrices["x"] = (x + extra)[:n]
+        state.matrices["x"] = grown_x(x, tokens, state.d_model or len(x[0]), state.seed)
+    x = state.matrices.get("x")
     d_model = state.d_model or (len(x[0]) if x else None)
     for name in MATRICES[1:]:
         w = state.matrices.get(name)
         if w is None or len({len(row) for row in w}) != 1 or d_model is None:
             continue
-        if len(w) != d_model or (widths[name] is not None and len(w[0]) != widths[name]):
-            del state.matrices[name]
-            notes.append(
-                gettext("%(label)s was generated again to fit the new widths")
-                % {"label": LABELS[name]}
-            )
+        state.matrices[name] = grown(w, d_model, widths[name] or len(w[0]), state.seed, name)
 
+    past = [p for p in state.pad if p >= n]
+    if past:
+        notes.append(
+            ngettext(
+                "pad %(positions)s is past the last token (%(last)s): left out",
+                "pad %(positions)s are past the last token (%(last)s): left out",
+                len(past),
+            )
+            % {"positions": ", ".join(map(str, past)), "last": n - 1}
+        )
     state.pad = [p for p in state.pad if p < n]
     if state.mask == "custom":
         start = state.allowed
@@ -77,8 +76,33 @@ def fit(parsed: Parsed) -> tuple[LabState, list[str]]:
     else:
         state.allowed = None
     if state.query is not None and state.query >= n:
+        notes.append(
+            gettext("query %(given)s is past the last token (%(last)s): showing %(last)s")
+            % {"given": state.query, "last": n - 1}
+        )
         state.query = n - 1
     return state, notes
+
+
+def grown_x(x: list[list[float]], tokens: list[str], d_model: int, seed: int) -> list[list[float]]:
+    """x for these tokens and width: the rows and columns it has, generated ones for the rest
+    (new tokens' rows from their text, as "Generate from the text" would make them)."""
+    fresh = att.token_vectors(tokens, d_model, seed)
+    old = np.asarray(x, dtype=float)
+    rows, cols = min(len(old), len(tokens)), min(old.shape[1], d_model)
+    fresh[:rows, :cols] = old[:rows, :cols]
+    return fresh.tolist()
+
+
+def grown(w: list[list[float]], rows: int, cols: int, seed: int, name: str) -> list[list[float]]:
+    """A projection of rows × cols: the entries it has, seeded ones where it grew."""
+    old = np.asarray(w, dtype=float)
+    if old.shape == (rows, cols):
+        return w
+    fresh = att.random_projection(rows, cols, seed, name)
+    r, c = min(old.shape[0], rows), min(old.shape[1], cols)
+    fresh[:r, :c] = old[:r, :c]
+    return fresh.tolist()
 
 
 def apply_action(state: LabState, result: AttentionResult, action: str) -> LabState:

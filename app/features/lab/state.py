@@ -211,6 +211,7 @@ class Parsed:
     visible_cells: set[tuple[int, int]] | None = None  # cell=i.j from a form
     action: str | None = None
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was used instead, said
 
 
 def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
@@ -220,6 +221,12 @@ def parse_items(items: Iterable[tuple[str, str]], max_tokens: int) -> Parsed:
         values.setdefault(key, []).append(value)
     parsed = Parsed(LabState())
     state = parsed.state
+
+    if "tokens" in values and not " ".join(values["tokens"]).split():
+        parsed.notes.append(
+            gettext("tokens: the text is empty, so the worked example's “%(text)s” is shown")
+            % {"text": " ".join(rules.WORKED_TOKENS)}
+        )
 
     def read(name: str, parse: Any) -> None:
         if name in values and any(v.strip() for v in values[name]):

@@ -23,10 +23,15 @@ def state_params(
     params: list[tuple[str, Any]] = [("tokens", " ".join(tokens)), *dims.items()]
     if state.seed:
         params.append(("seed", state.seed))
-    defaults = resolve_inputs(AttentionRequest(tokens=tokens, seed=state.seed, **dims), settings)
+    # Each matrix against what leaving it out would give with the ones before it written
+    # out (a written x means the worked example's projections are no longer the default).
+    written: dict[str, Any] = {}
     for name in MATRICES:
-        if not np.array_equal(getattr(result, name), getattr(defaults, name)):
-            params.append((name, matrix_text(getattr(result, name))))
+        request = AttentionRequest(tokens=tokens, seed=state.seed, **dims, **written)
+        value = getattr(result, name)
+        if not np.array_equal(value, getattr(resolve_inputs(request, settings), name)):
+            written[name] = np.asarray(value).tolist()
+            params.append((name, matrix_text(value)))
     params.append(("mask", state.mask))
     if state.mask == "window":
         params.append(("window", state.window))

@@ -15,7 +15,8 @@ from app.features.model.store import MODEL_SHAPE
 from app.features.stages.page import _table, head_stages
 from app.features.stages.results import OneHead
 from app.settings import Settings
-from app.web.figures import heatmap, heatmap_grid
+from app.web.figures import heatmap
+from app.web.multiples import heatmap_grid
 
 
 def shown_positions(result: Mapping[str, Any], hide_special: bool) -> list[int]:

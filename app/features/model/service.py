@@ -1,6 +1,8 @@
 """From a ModelRequest to the /api/model result: word pieces, every head's weights, the sentence
 embedding, and one head's stages on request."""
 
+from collections import OrderedDict
+from threading import Lock
 from typing import Any
 
 from app.core.errors import InputError
@@ -11,6 +13,27 @@ from app.features.stages.results import StageFields, query_breakdown
 from app.features.stages.service import check_index
 from app.math import minilm as bert
 from app.settings import Settings
+
+FORWARD_CACHE_SIZE = 8  # sentences whose every layer is kept: changing the head is instant
+_forward_cache: OrderedDict[tuple[int, bytes], bert.EncoderStages] = OrderedDict()
+_forward_lock = Lock()
+
+
+def forward_cached(encoder: bert.Encoder, ids: Any) -> bert.EncoderStages:
+    """bert.forward, remembered for the last few sentences: the page asks for the same
+    sentence again whenever the layer, head or query changes. The stages are shared, so
+    callers read them and never write to them."""
+    key = (id(encoder), bytes(memoryview(ids)))
+    with _forward_lock:
+        if key in _forward_cache:
+            _forward_cache.move_to_end(key)
+            return _forward_cache[key]
+    stages = bert.forward(encoder, ids)
+    with _forward_lock:
+        _forward_cache[key] = stages
+        while len(_forward_cache) > FORWARD_CACHE_SIZE:
+            _forward_cache.popitem(last=False)
+    return stages
 
 
 def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
@@ -29,7 +52,7 @@ def compute_model(req: ModelRequest, settings: Settings) -> dict[str, Any]:
     check_index("head", req.head, config.heads, "heads in each layer")
     query = req.query if req.query is not None else min(1, n - 1)
     check_index("query", query, n, "word pieces")
-    stages = bert.forward(loaded.encoder, pieces.ids)
+    stages = forward_cached(loaded.encoder, pieces.ids)
     result: dict[str, Any] = {
         "model": {
             "name": loaded.name,

@@ -23,6 +23,9 @@ from app.web.figures import (
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
 HOVER_ARITHMETIC_UP_TO = 32
+# … and the arithmetic in the hover text is left out when it would run past this many terms
+# (n² dot products of d numbers: a 32-wide trained head would send half a megabyte of text).
+HOVER_TERMS_UP_TO = 4096
 
 
 FULL_TABLES_UP_TO = 32
@@ -176,7 +179,8 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
     dims = [f"d{d}" for d in range(v.shape[1])]
     weighted = query.weighted
     allowed = np.asarray(result.allowed, dtype=bool)
-    hover = n <= HOVER_ARITHMETIC_UP_TO
+    width = max(np.shape(result.q)[1], v.shape[1])
+    hover = n <= HOVER_ARITHMETIC_UP_TO and n * n * width <= HOVER_TERMS_UP_TO
     full = n <= FULL_TABLES_UP_TO
     by = scale_label(result)
     dots = dot_hover(result, tokens) if hover else None
@@ -217,7 +221,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 result.scaled,
                 tokens,
                 tokens,
-                gettext("+ M (grey = hidden, −∞)"),
+                "+ M",
                 "diverging",
                 hover=masked_hover(result, tokens) if hover else None,
                 hidden=~allowed,
@@ -231,7 +235,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 result.weights,
                 tokens,
                 tokens,
-                gettext("softmax weights (grey = hidden, 0)"),
+                gettext("softmax weights"),
                 hover=weight_hover(result, tokens) if hover else None,
                 hidden=~allowed,
                 hidden_text="0",

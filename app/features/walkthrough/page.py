@@ -146,6 +146,12 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
     query = view["query"]
     step = own.get("step") if own.get("step") in STEP_NAMES else STEP_NAMES[0]
     index = STEP_NAMES.index(step)
+    corrections = list(lab.notes)
+    if own.get("step") and own.get("step") != step:
+        corrections.append(
+            gettext("step “%(given)s” is not a step of this walk-through: showing “%(shown)s”")
+            % {"given": own.get("step"), "shown": step}
+        )
     info = facts(query)
 
     predict = own.get("predict") in ("1", "true", "on")
@@ -173,6 +179,7 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
         "previous": STEP_NAMES[index - 1] if index > 0 else None,
         "next": STEP_NAMES[index + 1] if index + 1 < len(STEPS) else None,
         "facts": info,
+        "corrections": corrections,  # what the page used instead of the URL's input, said
         "predict": predict,
         "guess": guess,
         "visible_keys": visible_keys,

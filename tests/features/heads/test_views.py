@@ -54,13 +54,22 @@ def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
     context = page(heads=8, kv_heads=2)
     assert context["groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert [s.kv_head for s in context["result"].heads] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert len(context["figures"]["thumbs"]) == 8
     assert "head=5" in context["head_urls"][5]
+    # Every head in one figure: a row of 4 panels per key/value head, one colour axis on 0–1.
+    fig = context["figures"]["heads"]
+    panels = [t for t in fig["data"] if t.get("coloraxis") == "coloraxis"]
+    assert [t["meta"]["panel"] for t in panels] == list(range(8))
+    assert [a["text"] for a in fig["layout"]["annotations"]][4] == "head 4 · KV 1"
+    assert (fig["layout"]["coloraxis"]["cmin"], fig["layout"]["coloraxis"]["cmax"]) == (0.0, 1.0)
+    assert fig["layout"]["yaxis5"]["domain"][1] < fig["layout"]["yaxis"]["domain"][0]  # row 2
+    for i, t in enumerate(panels):
+        weights = context["result"].heads[i].weights
+        np.testing.assert_allclose(t["z"], np.round(weights, 3))
 
 
 def test_every_figure_of_the_page_is_valid_plotly() -> None:
     figures = page(positional="rope")["figures"]
-    for fig in [*figures["thumbs"], *(stage["fig"] for stage in figures["view"]["stages"])]:
+    for fig in [figures["heads"], *(stage["fig"] for stage in figures["view"]["stages"])]:
         go.Figure(fig)
     for name in ("concat", "w_o", "output"):
         go.Figure(figures[name].fig)

@@ -29,9 +29,9 @@ def test_the_worked_example_reads_as_seed_000(client: TestClient) -> None:
     assert response.status_code == 200
     breakdown = text_of(section(response.text, "query-table"))
     for row in (
-        "The 1.000 0.707 0.670 [0.67, −0.67]",
-        "cat 0.000 0.000 0.330 [0.17, 0.33]",
-        "sleeps 1.000 −∞ 0.000 [0.00, 0.00]",
+        "The 1.000 0.707 0 0.670 [0.67, −0.67]",
+        "cat 0.000 0.000 0 0.330 [0.17, 0.33]",
+        "sleeps 1.000 0.707 −∞ 0.000 [0.00, 0.00]",  # the scaled score, then the mask
         "Σ 1.000 [0.83, −0.34]",
     ):
         assert row in breakdown

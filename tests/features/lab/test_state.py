@@ -81,11 +81,44 @@ def test_fewer_tokens_drop_rows() -> None:
     assert parse("tokens=The+cat&x=1,0;0,1;1,1").matrices["x"] == [[1, 0], [0, 1]]
 
 
-def test_a_new_width_regenerates_what_no_longer_fits() -> None:
-    parsed = parse_items(parse_qsl("d_model=3&x=1,0;0,1;1,1&w_q=1,0;0,1"), 256)
-    state, notes = fit(parsed)
-    assert state.matrices == {}
-    assert any("d_model = 3" in note for note in notes)
+WORKED_GRIDS = "x=1,0;0,1;1,1&w_q=1,0.5;0,1&w_k=0.5,1;1,0&w_v=1,-1;0.5,1"
+
+
+def test_a_wider_d_model_keeps_every_column_and_row_there_is() -> None:
+    state = parse("d_model=3&d_k=2&d_v=2&" + WORKED_GRIDS)
+    x, w_q = np.array(state.matrices["x"]), np.array(state.matrices["w_q"])
+    assert x.shape == (3, 3)
+    assert x[:, :2].tolist() == [[1, 0], [0, 1], [1, 1]]
+    assert w_q.shape == (3, 2)
+    assert w_q[:2].tolist() == [[1, 0.5], [0, 1]]  # the new third row is generated
+    assert state.matrices["w_v"][:2] == [[1, -1], [0.5, 1]]
+
+
+def test_a_wider_d_k_keeps_the_columns_and_a_narrower_one_drops_the_last() -> None:
+    wide = parse("d_k=3&" + WORKED_GRIDS)
+    assert np.array(wide.matrices["w_q"])[:, :2].tolist() == [[1, 0.5], [0, 1]]
+    assert np.shape(wide.matrices["w_k"]) == (2, 3)
+    assert wide.matrices["w_v"] == [[1, -1], [0.5, 1]]  # d_v did not change
+    narrow = parse("d_k=1&" + WORKED_GRIDS)
+    assert narrow.matrices["w_q"] == [[1], [0]]
+    assert narrow.matrices["w_k"] == [[0.5], [1]]
+
+
+def test_changing_x_keeps_the_projections() -> None:
+    state = parse("tokens=The+cat+sleeps&" + WORKED_GRIDS.replace("0,1;1,1", "0.5,1;1,1"))
+    assert state.matrices["x"][1] == [0.5, 1]
+    assert state.matrices["w_q"] == [[1, 0.5], [0, 1]]
+
+
+def test_the_padding_demo_extends_the_worked_example() -> None:
+    """ "The cat sleeps <pad>" with the pad ticked: cat still gives 0.670 / 0.330."""
+    query = "tokens=The+cat+sleeps+%3Cpad%3E&pad=3&query=1&d_model=2&d_k=2&d_v=2&" + WORKED_GRIDS
+    page = lab_page(parse_qsl(query), SETTINGS)
+    assert page.ok
+    rows = page.result.query.rows
+    assert [round(r.weight, 3) for r in rows] == [0.67, 0.33, 0.0, 0.0]
+    assert np.asarray(page.result.x)[:3].tolist() == [[1, 0], [0, 1], [1, 1]]
+    assert page.state.pad == [3]
 
 
 def test_pattern_cells_from_a_form_count_only_for_the_custom_mask() -> None:
@@ -163,3 +196,16 @@ def test_a_state_that_cannot_be_computed_falls_back_and_says_why() -> None:
 
 def test_encode_keeps_commas_and_semicolons_readable() -> None:
     assert encode([("x", matrix_text([[1, -0.5], [0, 2]]))]) == "x=1,-0.5;0,2"
+
+
+def test_the_url_of_an_edited_x_keeps_the_projections_it_was_computed_with() -> None:
+    """An x edit on the worked example: the URL must say W_Q, W_K, W_V too, or reading it
+    back would generate new ones."""
+    query = "tokens=The+cat+sleeps&d_model=2&d_k=2&d_v=2&" + WORKED_GRIDS.replace(
+        "0,1;1,1", "0.5,1;1,1"
+    )
+    page = lab_page(parse_qsl(query), SETTINGS)
+    again = lab_page(parse_qsl(page.query), SETTINGS)
+    assert "w_q=1,0.5;0,1" in page.query
+    for name in ("x", "w_q", "w_k", "w_v", "weights"):
+        np.testing.assert_array_equal(getattr(again.result, name), getattr(page.result, name))

@@ -1,4 +1,4 @@
-"""POST /api/model through the HTTP stack: the contract of shared/API.md."""
+"""POST /api/model through the HTTP stack: the API contract."""
 
 from collections.abc import Callable
 from pathlib import Path

@@ -11,6 +11,7 @@ from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
 from app.features.stages.page import head_stages, short
 from app.settings import Settings
+from app.web.figures import DIVERGING
 
 SETTINGS = Settings()
 
@@ -63,7 +64,8 @@ def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: dict) -> N
     assert stage(worked, "weights")["fig"]["data"][0]["colorscale"] == "Viridis"
     for name in ("scores", "scaled", "masked", "weighted", "output"):
         trace = stage(worked, name)["fig"]["data"][0]
-        assert (trace["colorscale"], trace["zmid"]) == ("RdBu", 0.0)
+        assert (trace["colorscale"], trace["zmid"]) == (DIVERGING, 0.0)
+        assert trace["zmin"] == -trace["zmax"]
 
 
 def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) -> None:
@@ -105,3 +107,21 @@ def test_csv_rows_count_every_cell() -> None:
     lines = stages_csv(compute_attention(AttentionRequest(), SETTINGS)).splitlines()
     # x 3×2, three 2×2 projections, q k v 3×2 each, five 3×3 stages, weighted and output 3×2
     assert len(lines) - 1 == 6 + 3 * 4 + 3 * 6 + 5 * 9 + 6 + 6
+
+
+def test_wide_heads_leave_the_arithmetic_out_of_the_hover_but_keep_the_numbers() -> None:
+    """14 tokens of a 32-wide head: 14² · 32 terms would be half a megabyte of hover text."""
+    rng = np.random.default_rng(1)
+    tokens = [f"t{i}" for i in range(14)]
+    req = AttentionRequest(
+        tokens=tokens,
+        x=rng.standard_normal((14, 32)).round(2).tolist(),
+        w_q=rng.standard_normal((32, 32)).round(2).tolist(),
+        w_k=rng.standard_normal((32, 32)).round(2).tolist(),
+        w_v=rng.standard_normal((32, 32)).round(2).tolist(),
+    )
+    view = head_stages(compute_attention(req, SETTINGS))
+    assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
+    assert len(stage(view, "weights")["table"]["matrix"]) == 14  # the tables stay whole
+    narrow = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
+    assert "customdata" in stage(narrow, "scores")["fig"]["data"][0]

@@ -1,0 +1,270 @@
+// Live updates, shared by every page that redraws while the reader edits. No attention
+// arithmetic and no rule of the app here: the server renders the page for the form's state;
+// this file asks for that rendering, swaps in the parts that changed, and keeps the address
+// bar and the header's links equal to the state.
+//
+//   AttentionLab.live({ form, url, regions, delay, address, done }) → { update(extra) }
+//     form     id of the form whose input/change/submit events ask for an update
+//     url      (params) → the URL to fetch for the form's state (default: action + params)
+//     params   (form, submitter) → URLSearchParams of the state (default: the form's fields)
+//     regions  ids of the elements to take from the answer (the same ids on the page), or
+//              (doc, job) → those ids
+//     address  (doc, url) → the URL for the address bar, or null to leave it
+//     done     (doc, job) → called after a swap; `job` is what update() was given
+//     merge    (older, newer) → one job, when an edit comes before the last one's answer was
+//              shown (default: the newer; the lab keeps "structural" from either)
+//   (a regions or address function can read the answer's HTTP status as doc.liveStatus)
+//   AttentionLab.swap(doc, ids)   swap those elements in from a parsed answer
+//   AttentionLab.followState()    rewrite the header's links from the address bar
+//
+// The rules it keeps, whatever the page:
+//   - an edit waits `delay` ms for the next key (debounce); a newer request aborts the one
+//     under way, and an answer that is not the newest is ignored;
+//   - the element that has focus is never replaced or moved: its ancestors are kept and only
+//     their other children are swapped, so focus, caret and selection survive every update;
+//   - a drawn plot is kept and redrawn in place (plotly.react) from its new data block.
+"use strict";
+
+(function () {
+  const VIEW_PARAMS = ["lang", "present", "embed"]; // app/classroom.py VIEW_PARAMS
+  let redraws = 0;
+
+  // ---------------------------------------------------------------- swapping
+
+  function twinOf(node, candidates, index) {
+    if (node.nodeType === 1 && node.id) {
+      return candidates.find(function (c) { return c.nodeType === 1 && c.id === node.id; }) || null;
+    }
+    const same = candidates[index];
+    return same && same.nodeName === node.nodeName ? same : null;
+  }
+
+  function copyAttributes(old, fresh, keepValue) {
+    Array.from(old.attributes).forEach(function (a) {
+      if (!fresh.hasAttribute(a.name)) old.removeAttribute(a.name);
+    });
+    Array.from(fresh.attributes).forEach(function (a) {
+      if (keepValue && (a.name === "value" || a.name === "checked")) return;
+      if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+    });
+  }
+
+  // `old` contains the focused element: keep it and the path down to it, swap the rest.
+  function keepFocused(old, fresh, active) {
+    if (old === active) {
+      copyAttributes(old, fresh, true); // its value is what the reader is typing
+      if (old.tagName === "SELECT") {
+        const value = old.value;
+        old.replaceChildren.apply(old, Array.from(fresh.childNodes));
+        old.value = value;
+      }
+      return;
+    }
+    const keeper = Array.from(old.childNodes).find(function (c) { return c.contains(active); });
+    const freshKids = Array.from(fresh.childNodes);
+    const twin = twinOf(keeper, freshKids, Array.from(old.childNodes).indexOf(keeper));
+    if (!twin) { // the server dropped the field being edited: nothing left to keep
+      old.replaceWith(fresh);
+      return;
+    }
+    Array.from(old.childNodes).forEach(function (c) { if (c !== keeper) c.remove(); });
+    const at = freshKids.indexOf(twin);
+    freshKids.slice(0, at).forEach(function (c) { old.insertBefore(c, keeper); });
+    freshKids.slice(at + 1).forEach(function (c) { old.appendChild(c); });
+    copyAttributes(old, fresh, false);
+    keepFocused(keeper, twin, active);
+  }
+
+  function keepPlots(old, fresh) {
+    old.querySelectorAll("[data-figure]").forEach(function (plot) {
+      const twin = fresh.querySelector('[data-figure="' + CSS.escape(plot.dataset.figure) + '"]');
+      if (twin && plot !== document.activeElement) twin.replaceWith(plot);
+    });
+  }
+
+  function swapOne(old, fresh) {
+    const active = document.activeElement;
+    keepPlots(old, fresh);
+    if (active && active !== document.body && old.contains(active)) keepFocused(old, fresh, active);
+    else old.replaceWith(fresh);
+  }
+
+  function swap(doc, ids) {
+    const swapped = [];
+    const t0 = performance.now();
+    ids.forEach(function (id) {
+      const fresh = doc.getElementById(id);
+      const old = document.getElementById(id);
+      if (!fresh || !old) return;
+      swapOne(old, document.adoptNode(fresh));
+      swapped.push(document.getElementById(id));
+    });
+    const t1 = performance.now();
+    if (window.AttentionLab.drawFigures) {
+      swapped.forEach(function (el) { if (el) window.AttentionLab.drawFigures(el); });
+    }
+    window.AttentionLab.lastSwap = { dom: t1 - t0, draw: performance.now() - t1 };
+    redraws += 1;
+    document.documentElement.dataset.liveRedraws = String(redraws);
+    return swapped;
+  }
+
+  // ---------------------------------------------------------------- the address bar and header
+
+  function withState(href, state) {
+    const link = new URL(href, window.location.href);
+    if (link.origin !== state.origin || link.pathname !== state.pathname) return null;
+    const next = new URL(state.href);
+    VIEW_PARAMS.forEach(function (name) {
+      next.searchParams.delete(name);
+      link.searchParams.getAll(name).forEach(function (v) { next.searchParams.append(name, v); });
+    });
+    return next.pathname + next.search + link.hash;
+  }
+
+  // The presenter, language and embed links were rendered for the state the page was
+  // loaded with: after live edits each gets the address bar's state, keeping its own view.
+  function followState() {
+    const state = new URL(window.location.href);
+    document.querySelectorAll(".site-header a[href], .embed-bar a[href]").forEach(function (a) {
+      const raw = a.getAttribute("href");
+      const url = new URL(raw, window.location.href);
+      if (url.origin === state.origin && url.pathname === "/embed" && url.searchParams.has("src")) {
+        const src = withState(url.searchParams.get("src"), state);
+        if (src) {
+          url.searchParams.set("src", src);
+          a.setAttribute("href", url.pathname + url.search);
+        }
+        return;
+      }
+      if (url.pathname === "/" && !url.search && a.classList.contains("brand")) return;
+      const href = withState(raw, state);
+      if (href) a.setAttribute("href", href);
+    });
+  }
+
+  // ---------------------------------------------------------------- the live loop
+
+  function formParams(form, submitter) {
+    const params = new URLSearchParams();
+    new FormData(form, submitter || undefined).forEach(function (value, key) {
+      params.append(key, value);
+    });
+    return params;
+  }
+
+  function live(options) {
+    const delay = options.delay === undefined ? 60 : options.delay;
+    const formId = options.form;
+    const paramsOf = options.params || formParams;
+    let timer = null;
+    let waiting = false; // an edit is waiting out the debounce
+    let ticket = 0;
+    let pending = null;
+    let owed = null; // the job whose answer is not on the page yet (merged with newer ones)
+    const merge = options.merge || function (older, newer) { return newer; };
+
+    function form() { return document.getElementById(formId); }
+
+    function urlFor(params) {
+      if (options.url) return options.url(params);
+      const action = new URL(form().action, window.location.href);
+      return action.pathname + "?" + params.toString();
+    }
+
+    function run(job) {
+      const f = form();
+      if (!f) return Promise.resolve(false);
+      const url = urlFor(paramsOf(f, job.submitter, job));
+      const mine = ++ticket;
+      if (pending) pending.abort();
+      pending = new AbortController();
+      const t0 = performance.now();
+      let t1 = 0;
+      return fetch(url, { signal: pending.signal, headers: { Accept: "text/html" } })
+        .then(function (response) {
+          return response.text().then(function (html) { return [html, response.status]; });
+        })
+        .then(function (answer) {
+          const html = answer[0];
+          // A newer edit is on its way (sent, or waiting for the next key): drawing this
+          // answer would only hold the page up while the reader types.
+          if (mine !== ticket || waiting) return false;
+          if (owed === job) owed = null;
+          t1 = performance.now();
+          const doc = new DOMParser().parseFromString(html, "text/html");
+          doc.liveStatus = answer[1]; // 422: the answer says what to fix
+          const ids = typeof options.regions === "function"
+            ? options.regions(doc, job) : options.regions;
+          const address = options.address ? options.address(doc, url) : url; // before the
+          const t2 = performance.now();
+          swap(doc, ids); // swap moves the answer's parts out of `doc`
+          // How long the last update took, by part (read by bench/bench_page.py).
+          window.AttentionLab.lastUpdate = {
+            fetch: t1 - t0, parse: t2 - t1, swapAndDraw: performance.now() - t2,
+          };
+          if (address) {
+            window.history.replaceState(null, "", address);
+            followState();
+          }
+          if (options.done) options.done(doc, job);
+          return true;
+        })
+        .catch(function (error) {
+          if (error.name === "AbortError") return false;
+          document.querySelectorAll("[data-live-stale]").forEach(function (el) {
+            el.classList.add("stale");
+          });
+          return false;
+        });
+    }
+
+    function update(job) {
+      clearTimeout(timer);
+      waiting = false;
+      owed = owed ? merge(owed, job || {}) : job || {};
+      if (owed.now) return run(owed);
+      waiting = true;
+      return new Promise(function (resolve) {
+        timer = setTimeout(function () {
+          waiting = false;
+          resolve(owed ? run(owed) : false);
+        }, delay);
+      });
+    }
+
+    function mine(event) {
+      const f = form();
+      return f && (event.target.form === f || f.contains(event.target));
+    }
+
+    document.addEventListener("input", function (event) {
+      if (mine(event)) update({ target: event.target });
+    });
+    document.addEventListener("change", function (event) {
+      // Text fields already asked on input; selects, checkboxes and radios ask here.
+      if (mine(event) && !/^(text|number|search)$/.test(event.target.type)) {
+        update({ target: event.target });
+      }
+    });
+    document.addEventListener("submit", function (event) {
+      if (event.target !== form()) return;
+      event.preventDefault();
+      update({ now: true, submitter: event.submitter || null, target: event.submitter });
+    });
+    return { update: update };
+  }
+
+  // A form field that has focus owns the keyboard: no page shortcut may fire from it.
+  function typing() {
+    const el = document.activeElement;
+    return Boolean(el && el.closest && el.closest("input, textarea, select, [contenteditable]"));
+  }
+
+  window.AttentionLab = Object.assign(window.AttentionLab || {}, {
+    live: live,
+    swap: swap,
+    followState: followState,
+    typing: typing,
+  });
+})();

@@ -1,0 +1,364 @@
+"""A teacher in front of a class: typing with the keyboard, key by key, in every live field.
+
+After each key the field still has focus and holds what was typed (no update may take the
+caret away or put the server's older copy back); after each edit the numbers on screen are
+the API's for the URL in the address bar. Then the colours (read from plotly's own state on
+the page), the first screen at 1280×800 and in presenter mode at 1280×720, phones at
+390×844, and axe in each mode and language. Screenshots go to artifacts/ (not committed).
+"""
+
+import re
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import CHROMIUM_ARGS, axe_violations, save_screenshot
+
+KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
+VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 844)}
+assert CHROMIUM_ARGS  # the page fixture's browser, launched with the app's usual flags
+
+
+def printed(value: float, digits: int = 3) -> str:
+    """A number as the pages print it (app.web.figures.fmt): a true minus sign, no −0.000."""
+    text = f"{value:.{digits}f}"
+    if text.startswith("-"):
+        text = text[1:] if float(text) == 0 else "−" + text[1:]
+    return text
+
+
+def type_like_a_teacher(page: Page, selector: str, text: str, *, replace: bool) -> str:
+    """Type `text` into the field key by key; after every key check that focus stayed and
+    that the field holds exactly what was typed. Returns the field's final value."""
+    field = page.locator(selector)
+    field.scroll_into_view_if_needed()
+    field.click()
+    if replace:
+        field.press("Control+a")
+        expected = ""
+    else:
+        field.press("End")
+        expected = field.input_value()
+    field_id = field.get_attribute("id")
+    for key in text:
+        field.press_sequentially(key, delay=0)
+        expected += key
+        page.wait_for_timeout(KEY_DELAY_MS)
+        focused = page.evaluate("document.activeElement && document.activeElement.id")
+        assert focused == field_id, f"typing {key!r} in #{field_id} moved focus to {focused!r}"
+        assert field.input_value() == expected, f"#{field_id} lost what was typed"
+        assert urlsplit(page.url).query.find("present=1") == -1, "a key reached a shortcut"
+    return expected
+
+
+def settled(page: Page, param: str, value: str) -> dict[str, list[str]]:
+    """Wait until the address bar carries the edit, then until the page stops redrawing."""
+    expect(page).to_have_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"), timeout=10_000)
+    page.wait_for_load_state("networkidle")
+    return parse_qs(urlsplit(page.url).query, keep_blank_values=True)
+
+
+def column(page: Page, table: str, n: int) -> list[str]:
+    return [
+        t.strip() for t in page.locator(f"#{table} tbody tr td:nth-child({n})").all_text_contents()
+    ]
+
+
+# ---------------------------------------------------------------- the head lab
+
+
+def lab_matches_the_api(page: Page) -> None:
+    """The page's own JSON for the address bar's state, run through POST /api/attention
+    with every input spelled out: the query table shows that answer."""
+    state = page.request.get("/lab.json?" + urlsplit(page.url).query).json()
+    body = {
+        "tokens": state["tokens"],
+        "x": state["x"],
+        "w_q": state["w_q"],
+        "w_k": state["w_k"],
+        "w_v": state["w_v"],
+        "mask": state["mask"],
+        "scale": state["scale_factor"] != 1,
+        "positional": state["positional"],
+        "query": state["query"]["index"],
+    }
+    api = page.request.post("/api/attention", data=body).json()
+    rows = api["query"]["rows"]
+    assert column(page, "query-table", 2) == [printed(r["dot"]) for r in rows]
+    assert column(page, "query-table", 3) == [printed(r["scaled"]) for r in rows]
+    assert column(page, "query-table", 4) == ["0" if r["visible"] else "−∞" for r in rows]
+    assert column(page, "query-table", 5) == [printed(r["weight"]) for r in rows]
+    assert sum(r["weight"] for r in rows) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("start", "selector", "text", "replace", "param"),
+    [
+        ("/", "#tokens", " dog purrs", False, "tokens"),  # p of "purrs" is a page shortcut
+        ("/", "#seed", "42", True, "seed"),
+        ("/?mask=window&window=3", "#window", "2", True, "window"),
+        ("/", "#x-1-0", "0.5", True, "x"),
+        ("/", "#w_q-0-1", "-1.25", True, "w_q"),
+    ],
+)
+def test_typing_in_the_lab(
+    page: Page, start: str, selector: str, text: str, replace: bool, param: str
+) -> None:
+    page.goto(start)
+    expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
+    typed = type_like_a_teacher(page, selector, text, replace=replace)
+    if param in ("x", "w_q"):
+        expect(page).to_have_url(re.compile(rf"[?&]{param}="), timeout=10_000)
+        page.wait_for_load_state("networkidle")
+        rows = parse_qs(urlsplit(page.url).query)[param][0]
+        assert typed in re.split("[,;]", rows)
+    else:
+        settled(page, param, typed.replace(" ", "+"))
+    lab_matches_the_api(page)
+    # The header follows the state: presenter mode, the languages and the embed code.
+    here = urlsplit(page.url).query
+    present = page.locator("[data-present-toggle]").get_attribute("href") or ""
+    assert parse_qs(urlsplit(present).query) == {**parse_qs(here), "present": ["1"]}
+    spanish = page.locator(".lang-switch a[hreflang='es']").get_attribute("href") or ""
+    assert parse_qs(urlsplit(spanish).query)[param] == parse_qs(here)[param]
+
+
+def test_backspace_in_the_window_keeps_the_field(page: Page) -> None:
+    page.goto("/?mask=window&window=3")
+    field = page.locator("#window")
+    field.click()
+    field.press("End")
+    field.press("Backspace")
+    page.wait_for_timeout(400)
+    assert page.evaluate("document.activeElement.id") == "window"
+    assert field.input_value() == ""
+    type_like_a_teacher(page, "#window", "2", replace=False)
+    settled(page, "window", "2")
+    lab_matches_the_api(page)
+
+
+# ---------------------------------------------------------------- /heads and /cost
+
+
+def heads_match_the_api(page: Page) -> None:
+    q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    body: dict[str, Any] = {
+        "tokens": q["text"].split(),
+        "d_model": int(q["d_model"]),
+        "heads": int(q["heads"]),
+        "kv_heads": int(q["kv_heads"]),
+        "d_head": int(q["d_head"]),
+        "mask": {"causal": q["mask"] == "causal"},
+        "positional": q["positional"],
+        "scale": q["scale"] == "on",
+        "seed": int(q["seed"]),
+    }
+    api = page.request.post("/api/heads", data=body).json()
+    shown = page.locator("#output-table tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.textContent.trim()))"
+    )
+    assert shown == [[printed(v) for v in row] for row in api["output"]]
+
+
+@pytest.mark.parametrize(
+    ("selector", "text", "replace"),
+    [("#text", " purrs", False), ("#heads", "8", True), ("#d_model", "12", True),
+     ("#seed", "7", True), ("#d_head", "3", True)],
+)  # fmt: skip
+def test_typing_in_heads(page: Page, selector: str, text: str, replace: bool) -> None:
+    page.goto("/heads")
+    typed = type_like_a_teacher(page, selector, text, replace=replace)
+    settled(page, selector[1:], typed.replace(" ", "+"))
+    heads_match_the_api(page)
+    # The key/value choices come from the server's form, and always divide h.
+    h = int(page.locator("#heads").input_value())
+    options = [int(o) for o in page.locator("#kv_heads option").all_inner_texts()]
+    assert options == [g for g in range(1, h + 1) if h % g == 0]
+
+
+@pytest.mark.parametrize(
+    ("selector", "text"), [("#seq_len", "8192"), ("#batch", "4"), ("#layers", "32"),
+                           ("#head_dim", "64")],
+)  # fmt: skip
+def test_typing_in_cost(page: Page, selector: str, text: str) -> None:
+    page.goto("/cost")
+    typed = type_like_a_teacher(page, selector, text, replace=True)
+    q = {k: v[0] for k, v in settled(page, selector[1:], typed).items()}
+    api = page.request.get(
+        "/api/cost",
+        params={k: q[k] for k in ("seq_len", "heads", "kv_heads", "head_dim", "layers", "batch")},
+    ).json()
+    expect(page.locator("#row-score-entries td").nth(2)).to_have_text(
+        f"{api['score_entries_per_head']:,}"
+    )
+    expect(page.locator("#row-kv-token td").nth(2)).to_contain_text(
+        f"{api['kv_cache_bytes_per_token']:,}"
+    )
+
+
+def test_shortcuts_never_fire_from_a_field(page: Page) -> None:
+    page.goto("/")
+    type_like_a_teacher(page, "#tokens", " p c", replace=False)
+    page.locator("#tokens").press("ArrowLeft")
+    assert "present=1" not in page.url
+    expect(page.locator("body")).not_to_have_class(re.compile("present"))
+    page.locator("h1").click()  # focus off the field: now p is presenter mode
+    page.keyboard.press("p")
+    page.wait_for_load_state()
+    expect(page).to_have_url(re.compile(r"present=1"))
+    assert "tokens=The+cat+sleeps+p+c" in page.url  # and it kept the typed state
+
+
+# ---------------------------------------------------------------- colours, read from the page
+
+COLOUR_RANGES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => ({
+  figure: gd.dataset.figure,
+  axis: gd._fullLayout.coloraxis ? [gd._fullLayout.coloraxis.cmin, gd._fullLayout.coloraxis.cmax,
+                                    gd._fullLayout.coloraxis.colorscale[0][1]] : null,
+  traces: gd._fullData.filter((t) => t.type === 'heatmap').map((t) => ({
+    name: t.name, zmin: t.zmin, zmax: t.zmax, first: (t.colorscale || [[0, '']])[0][1],
+    showscale: t.showscale, coloraxis: t.coloraxis || null,
+    labelled: Array.isArray(t.x) && Array.isArray(t.y) && t.x.length > 0 && t.y.length > 0,
+  })),
+}))"""
+VIRIDIS_START = "#440154"
+DIVERGING_START = "#67001f"
+
+
+def check_colour_ranges(page: Page) -> int:
+    """Weights on 0–1, signed values symmetric about 0; returns the heatmaps checked."""
+    page.wait_for_load_state("networkidle")
+    checked = 0
+    for fig in page.evaluate(COLOUR_RANGES):
+        for t in fig["traces"]:
+            assert t["labelled"], f"{fig['figure']}: a heatmap without token labels"
+            if t["coloraxis"]:
+                cmin, cmax, first = fig["axis"]
+                assert (cmin, cmax, first.lower()) == (0, 1, VIRIDIS_START), fig["figure"]
+            elif t["first"].lower() == VIRIDIS_START:
+                assert (t["zmin"], t["zmax"]) == (0, 1), fig["figure"]
+            elif t["first"].lower() == DIVERGING_START:
+                assert t["zmin"] == pytest.approx(-t["zmax"]), fig["figure"]
+                assert t["zmax"] > 0
+            else:  # the hidden cells' flat colour, the kernel's four progress states
+                assert t["showscale"] is False, f"{fig['figure']}: a colour bar without a range"
+                continue
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3", "/walkthrough?step=weights",
+     "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3"],
+)  # fmt: skip
+def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
+    page.goto(path)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
+    page.wait_for_timeout(800)
+    assert check_colour_ranges(page) >= 1
+
+
+# ---------------------------------------------------------------- the first screen
+
+
+def cells_box(page: Page, figure: str) -> dict[str, float]:
+    area = page.locator(f"[data-figure='{figure}'] rect.nsewdrag").first
+    expect(area).to_be_visible()
+    box = area.bounding_box()
+    assert box is not None
+    return box
+
+
+def test_the_labs_heatmaps_are_on_the_first_screen(page: Page) -> None:
+    page.goto("/")
+    for figure in ("fig-scores", "fig-scaled", "fig-masked", "fig-weights"):
+        box = cells_box(page, figure)
+        assert box["y"] + box["height"] <= 800, f"{figure} ends below the fold"
+    save_screenshot(page, "teacher-lab-1280x800")
+
+
+def test_presenter_mode_shows_weights_and_breakdown_without_scrolling(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto("/?present=1")
+    box = cells_box(page, "fig-weights")
+    assert box["y"] + box["height"] <= 720
+    table = page.locator("#query-table").bounding_box()
+    assert table is not None
+    assert table["y"] + table["height"] <= 720
+    assert page.evaluate("window.scrollY") == 0
+    save_screenshot(page, "teacher-lab-present-1280x720")
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/walkthrough", "/heads", "/cost", "/kernel", "/model", "/lessons", "/docs"]
+)
+def test_phones_never_scroll_sideways(browser: Browser, live_server: str, path: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=live_server)
+    page = context.new_page()
+    page.goto(path)
+    page.wait_for_load_state("networkidle")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"{path} is {width} px wide at 390"
+    header = page.locator(".site-header").bounding_box()
+    assert header is not None
+    assert header["height"] <= 120
+    name = path.strip("/").split("?")[0] or "lab"
+    save_screenshot(page, f"teacher-{name}-390x844")
+    context.close()
+
+
+# ---------------------------------------------------------------- axe in every mode and language
+
+
+@pytest.mark.parametrize("path", ["/", "/heads", "/cost"])
+@pytest.mark.parametrize("view", ["", "present=1", "lang=es", "lang=es&present=1"])
+def test_axe_in_each_mode_and_language(page: Page, path: str, view: str) -> None:
+    page.goto(path + ("?" + view if view else ""))
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    assert axe_violations(page) == []
+
+
+def test_the_padding_demo_extends_the_worked_example_in_the_browser(page: Page) -> None:
+    """Type " <pad>", tick its padding box: cat still gives 0.670 / 0.330 (nothing else moved)."""
+    page.goto("/")
+    type_like_a_teacher(page, "#tokens", " <pad>", replace=False)
+    settled(page, "tokens", "The+cat+sleeps+%3Cpad%3E")
+    page.locator("#pad-3").check()
+    settled(page, "pad", "3")
+    expect(page.locator("#query-table tbody tr td:nth-child(5)")).to_have_text(
+        ["0.670", "0.330", "0.000", "0.000"]
+    )
+    q = parse_qs(urlsplit(page.url).query)
+    assert q["w_q"] == ["1,0.5;0,1"]
+    assert q["x"][0].startswith("1,0;0,1;1,1;")
+    lab_matches_the_api(page)
+
+
+MODEL_SENTENCE = "the quick brown fox jumps over the lazy dog near the river"
+
+
+def model_matches_the_api(page: Page) -> None:
+    q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    body = {"text": q["text"], "layer": int(q["layer"]), "head": int(q["head"])}
+    if "query" in q:
+        body["query"] = int(q["query"])
+    api = page.request.post("/api/model", data=body).json()
+    expect(page.locator("#head-title")).to_contain_text(f"{q['layer']}")
+    weights = [printed(r["weight"]) for r in api["head"]["query"]["rows"]]
+    expect(page.locator("#query-table tbody tr td:nth-child(5)")).to_have_text(weights)
+
+
+def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
+    page.goto("/model?" + "text=" + MODEL_SENTENCE.replace(" ", "+") + "&layer=0&head=0")
+    expect(page.locator("[data-figure='fig-grid'] .main-svg").first).to_be_visible(timeout=30_000)
+    for name, value in (("layer", "3"), ("head", "7"), ("query", "4")):
+        page.select_option(f"#{name}", value)
+        settled(page, name, value)
+        model_matches_the_api(page)
+    typed = type_like_a_teacher(page, "#text", " bank", replace=False)
+    settled(page, "text", typed.replace(" ", "+"))
+    model_matches_the_api(page)

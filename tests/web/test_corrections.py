@@ -1,0 +1,56 @@
+"""Every correction is said: a page that cannot use an input names the field and what it did
+instead, in the reader's language; /heads answers bad input with 422 like the other pages."""
+
+from html import unescape
+
+import pytest
+from fastapi.testclient import TestClient
+
+
+@pytest.mark.parametrize(
+    ("path", "sentence"),
+    [
+        ("/?query=99", "query 99 is past the last token (2): showing 2"),
+        ("/?pad=9", "pad 9 is past the last token (2): left out"),
+        ("/?pad=7,9", "pad 7, 9 are past the last token (2): left out"),
+        (
+            "/?tokens=",
+            "tokens: the text is empty, so the worked example's “The cat sleeps” is shown",
+        ),
+        ("/?lesson=nope", "lesson “nope” is not one of the lessons: showing the page without one."),
+        (
+            "/walkthrough?step=999",
+            "step “999” is not a step of this walk-through: showing “x”",
+        ),
+        ("/walkthrough?query=99", "query 99 is past the last token (2): showing 2"),
+    ],
+)
+def test_a_corrected_input_is_said(client: TestClient, path: str, sentence: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    assert sentence in unescape(response.text)
+
+
+def test_corrections_are_said_in_spanish_too(client: TestClient) -> None:
+    text = unescape(client.get("/?query=99&pad=9&lang=es").text)
+    assert "query 99 está después del último token (2): se muestra 2" in text
+    assert "pad 9 está después del último token (2): se omite" in text
+
+
+def test_an_input_that_needs_no_correction_says_nothing(client: TestClient) -> None:
+    text = unescape(client.get("/?query=2&pad=2").text)
+    assert "past the last token" not in text
+    assert "is not one of the lessons" not in unescape(client.get("/?lesson=padding").text)
+
+
+@pytest.mark.parametrize("query", ["heads=0", "heads=17", "d_head=0", "text="])
+def test_heads_answers_bad_input_with_422_and_a_sentence(client: TestClient, query: str) -> None:
+    response = client.get("/heads?" + query)
+    assert response.status_code == 422
+    assert 'id="heads-errors"' in response.text
+    fragment = client.get("/heads/fragment?" + query)
+    assert fragment.status_code == 422
+
+
+def test_heads_answers_good_input_with_200(client: TestClient) -> None:
+    assert client.get("/heads?heads=8&kv_heads=2").status_code == 200

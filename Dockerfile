@@ -40,8 +40,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \
-    PORT=8000 \
-    WORKERS=1
+    PORT=8000
+# WORKERS is left to the app: one uvicorn worker per core the container may use (its CPU
+# limit included); `-e WORKERS=N` sets it.
 RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin lab
 COPY --from=builder /opt/venv /opt/venv
 WORKDIR /srv/attention-lab

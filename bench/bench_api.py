@@ -3,9 +3,13 @@
 The floor does the least any server must do for the same request: parse the same JSON with
 orjson, compute every stage with plain numpy, and serialize the same fields with orjson.
 The round trip is `python -m app` (uvicorn on 127.0.0.1, a free port, started here) asked
-one request at a time over one keep-alive connection, reading the whole response, without
-compression. The last column asks the same with `Accept-Encoding: gzip`, as browsers and
-most HTTP libraries do, to show what compressing the response costs.
+one request at a time over one keep-alive connection, reading the whole response and
+decoding it, once for each `Accept-Encoding` a client may send: identity (nothing), gzip
+(httpx, requests and every browser ask for it), br and zstd (browsers). Each column is the
+median round trip and its ratio to the floor; the line under a row names what the server
+actually sent and how large. Goals at n = 256, d = 64: ≤ 2.0 × the floor for a client that
+accepts zstd, ≤ 3.0 × for a gzip-only client, and no encoding more than 20 % slower than
+identity over loopback.
 
     .venv/bin/python bench/bench_api.py
 """
@@ -17,13 +21,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as th
 import http.client
 import statistics
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import brotli
 import numpy as np
 import orjson
+import zstandard
 from server import Server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,29 +146,56 @@ def post(
     return data
 
 
+ENCODINGS = ("identity", "gzip", "br", "zstd")
+DECODE: dict[str, Callable[[bytes], bytes]] = {
+    "identity": lambda data: data,
+    "gzip": lambda data: zlib.decompress(data, wbits=31),
+    "br": brotli.decompress,
+    "zstd": lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data),
+}
+
+
+def round_trip(
+    conn: http.client.HTTPConnection, body: bytes, encoding: str, path: str = "/api/attention"
+) -> tuple[bytes, str, int]:
+    """POST asking for `encoding`; the decoded answer, the encoding sent and its size."""
+    conn.request(
+        "POST", path, body, {"Content-Type": "application/json", "Accept-Encoding": encoding}
+    )
+    response = conn.getresponse()
+    data = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{response.status}: {data[:300]!r}")
+    sent = response.getheader("Content-Encoding", "identity")
+    return DECODE[sent](data), sent, len(data)
+
+
 def main() -> None:
     with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"POST /api/attention, median of repeated single requests (uvicorn on :{port})")
         print(f"load average before: {load} on {os.cpu_count()} CPUs")
-        header = f"{'n':>5} {'width':>5} {'request':>9} {'response':>9} {'floor':>9} {'HTTP':>9}"
-        print(f"{header} {'HTTP/floor':>10} {'HTTP gzip':>10}")
+        header = f"{'n':>4} {'d':>3} {'request':>9} {'response':>9} {'floor':>8}"
+        print(header + "".join(f" {e:>15}" for e in ENCODINGS))
         for n, d, repeats in CASES:
             body = request_body(n, d)
-            answer = post(conn, body)
-            floor_s, http_s, gzip_s = median_seconds(
-                [
-                    lambda body=body: floor(body),
-                    lambda body=body: post(conn, body),
-                    lambda body=body: post(conn, body, encoding="gzip"),
-                ],
+            plain, _, _ = round_trip(conn, body, "identity")
+            sent = {e: round_trip(conn, body, e)[1:] for e in ENCODINGS}
+            times = median_seconds(
+                [lambda body=body: floor(body)]
+                + [lambda body=body, e=e: round_trip(conn, body, e) for e in ENCODINGS],
                 repeats,
             )
+            floor_s, per_encoding = times[0], times[1:]
+            cells = "".join(f" {t * 1e3:>7.2f}ms {t / floor_s:>4.1f}x" for t in per_encoding)
             print(
-                f"{n:>5} {d:>5} {len(body) / 1e3:>7.1f}kB {len(answer) / 1e3:>7.1f}kB "
-                f"{floor_s * 1e3:>7.2f}ms {http_s * 1e3:>7.2f}ms {http_s / floor_s:>9.2f}x "
-                f"{gzip_s * 1e3:>8.2f}ms"
+                f"{n:>4} {d:>3} {len(body) / 1e3:>7.1f}kB {len(plain) / 1e3:>7.1f}kB "
+                f"{floor_s * 1e3:>6.2f}ms{cells}"
+            )
+            print(
+                "          sent: "
+                + ", ".join(f"{e} → {got} {size / 1e3:.0f} kB" for e, (got, size) in sent.items())
             )
         conn.close()
 

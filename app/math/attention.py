@@ -12,6 +12,8 @@ from hashlib import sha256
 
 import numpy as np
 
+from app.math.seeded import Memo, standard_normals
+
 # ---------------------------------------------------------------- masks
 
 
@@ -123,19 +125,37 @@ def attention_head(
 # ---------------------------------------------------------------- generated inputs
 
 
-def _rng(seed: int, *labels: str) -> np.random.Generator:
-    """A generator fixed by the seed and the labels, the same on every machine."""
+# Generated rows and projections are kept (8 MiB at most): a class types the same words
+# again and again, and every request asks for the same default projections.
+GENERATED = Memo(8 * 2**20)
+
+
+def _seed(seed: int, *labels: str) -> int:
+    """A 64-bit seed fixed by the seed and the labels, the same on every machine."""
     digest = sha256("\x1f".join([str(seed), *labels]).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return int.from_bytes(digest[:8], "little")
 
 
 def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
-    """Input rows generated from each token's text: equal tokens get equal rows."""
-    rows = [_rng(seed, "token", t).standard_normal(d_model) for t in tokens]
-    return np.round(np.array(rows).reshape(len(tokens), d_model), 2)  # (n, d_model)
+    """Input rows generated from each token's text: equal tokens get equal rows.
+
+    Token t's row: `default_rng(_seed(seed, "token", t)).standard_normal(d_model)`, rounded to
+    2 decimals (app/math/seeded.py draws many at once)."""
+
+    def make(keys: list[tuple[str, int, str, int]]) -> list[np.ndarray]:
+        seeds = [_seed(seed, "token", t) for _, _, t, _ in keys]
+        return [np.round(row, 2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
+
+    rows = GENERATED.get_many([("token", seed, t, d_model) for t in tokens], make)
+    return np.array(rows).reshape(len(tokens), d_model)  # (n, d_model)
 
 
 def random_projection(d_in: int, d_out: int, seed: int = 0, name: str = "w") -> np.ndarray:
     """A seeded d_in × d_out projection with variance 1/d_in, rounded for readable tables."""
-    w = _rng(seed, "projection", name, str(d_in), str(d_out)).standard_normal((d_in, d_out))
-    return np.round(w / np.sqrt(d_in), 2)
+
+    def make(_: list[tuple[str, int, str, int, int]]) -> list[np.ndarray]:
+        rng = np.random.default_rng(_seed(seed, "projection", name, str(d_in), str(d_out)))
+        return [np.round(rng.standard_normal((d_in, d_out)) / np.sqrt(d_in), 2)]
+
+    [w] = GENERATED.get_many([("projection", seed, name, d_in, d_out)], make)
+    return w.copy()

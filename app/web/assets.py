@@ -7,6 +7,7 @@ content hash.
 """
 
 import gzip
+import hashlib
 from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -17,6 +18,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
 from starlette.types import Scope
 from swagger_ui_bundle import swagger_ui_path
+
+from app import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
 ONE_YEAR = "public, max-age=31536000, immutable"
@@ -55,12 +58,22 @@ for _url, (_, _media_type) in FILES.items():
     serve(_url, _media_type)
 
 
+@lru_cache(maxsize=256)
+def content_hash(path: str) -> str:
+    """The version a /static URL carries: the first 10 hex digits of the file's SHA-256
+    (files under static/ do not change while the app runs)."""
+    return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
+
+
 class VersionedStaticFiles(StaticFiles):
-    """/static files; a URL carrying its content hash (?v=…, from `static_url`) never changes,
-    so browsers may keep it for a year without asking again."""
+    """/static files; a URL whose query is exactly `v=<the file's content hash>` (as
+    `static_url` writes it) never changes, so browsers may keep it for a year without asking
+    again. Any other query (`dev=1`, an old hash) gets the default revalidation."""
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         response = await super().get_response(path, scope)
-        if response.status_code == 200 and b"v=" in scope.get("query_string", b""):
-            response.headers["Cache-Control"] = ONE_YEAR
+        if response.status_code == 200:
+            query = scope.get("query_string", b"")
+            if query.startswith(b"v=") and query[2:].decode("latin-1") == content_hash(path):
+                response.headers["Cache-Control"] = ONE_YEAR
         return response

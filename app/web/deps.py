@@ -21,7 +21,11 @@ class ErrorResponse(BaseModel):
     detail: list[ErrorItem] | str
 
 
-ERRORS = {422: {"model": ErrorResponse}, 413: {"model": ErrorResponse}}
+ERRORS = {
+    422: {"model": ErrorResponse},
+    413: {"model": ErrorResponse},
+    415: {"model": ErrorResponse, "description": "The body was not sent as application/json."},
+}
 
 
 @dataclass(frozen=True)

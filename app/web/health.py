@@ -1,11 +1,16 @@
 """/healthz: what the container's health check and the probes ask."""
 
-from fastapi import APIRouter
+from collections.abc import Callable
+
+from fastapi import APIRouter, Request
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    """The container's health check: 200 when the app can serve."""
-    return {"status": "ok"}
+async def healthz(request: Request) -> dict[str, str]:
+    """The container's health check: 200 when the app can serve, and whether the trained
+    model is ready ("ready", "not loaded yet", "missing", "unreadable"); the other pages
+    serve without it, so its state does not change the status."""
+    model_state: Callable[[], str] | None = getattr(request.app.state, "model_state", None)
+    return {"status": "ok", "model": model_state() if model_state else "missing"}

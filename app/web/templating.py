@@ -5,7 +5,6 @@ translates into the request's language (app/core/i18n.py); every page also gets 
 language, presenter, embed and lesson state of its URL (app/web/classroom.py).
 """
 
-import hashlib
 from functools import lru_cache
 from typing import Any
 
@@ -13,9 +12,9 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from app import STATIC_DIR, TEMPLATES_DIR
+from app import TEMPLATES_DIR
 from app.core import i18n
-from app.web.assets import PLOTLY_URL
+from app.web.assets import PLOTLY_URL, content_hash
 from app.web.classroom import classroom_context, hidden, url
 from app.web.figures import fmt
 from app.web.json_io import dumps
@@ -51,8 +50,7 @@ def fmt_si(value: Any, unit: str = "") -> str:
 @lru_cache(maxsize=64)
 def static_url(path: str) -> str:
     """A URL under /static with a content hash, so browsers may cache it for good."""
-    digest = hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
-    return f"/static/{path}?v={digest}"
+    return f"/static/{path}?v={content_hash(path)}"
 
 
 def json_data(value: Any) -> Markup:

@@ -4,6 +4,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web.assets import FILES, ONE_YEAR
+from app.web.templating import static_url
 
 
 @pytest.mark.parametrize("url", list(FILES))
@@ -18,3 +19,15 @@ def test_a_packaged_library_is_served_gzipped_and_cached(client: TestClient, url
     assert packed.headers["content-encoding"] == "gzip"
     assert int(packed.headers["content-length"]) < len(plain.content) / 2
     assert packed.content == plain.content  # httpx undoes the gzip
+
+
+def test_only_the_exact_version_of_a_static_file_is_cached_for_a_year(
+    client: TestClient,
+) -> None:
+    url = static_url("app.css")  # /static/app.css?v=<its content hash>
+    assert client.get(url).headers["cache-control"] == ONE_YEAR
+    path = url.split("?")[0]
+    for other in ("?dev=1", "?v=0000000000", "?v=" + url.split("v=")[1] + "&x=1", ""):
+        response = client.get(path + other)
+        assert response.status_code == 200
+        assert "immutable" not in response.headers.get("cache-control", ""), other

@@ -10,29 +10,59 @@ from fastapi.testclient import TestClient
 from app.features.lab import routes as lab_routes
 from app.main import create_app
 from app.settings import Settings
-from app.web.middleware.cache import Answer, ResponseCache, cacheable
+from app.web.middleware.cache import (
+    ENTRY_OVERHEAD,
+    Answer,
+    ResponseCache,
+    cacheable,
+    entry_bytes,
+)
 
 
 def key(name: str) -> tuple:
-    return ("POST", "/p", b"", b"", b"", name.encode())
+    return ("POST", "/p", b"", b"", b"", b"", name.encode())
+
+
+# One entry of key("a") and a 4-byte body: "POST" + "/p" + "a" + 4 + the fixed overhead.
+ENTRY = 4 + 2 + 1 + 4 + ENTRY_OVERHEAD
 
 
 def test_the_least_recently_used_answer_leaves_first_when_full() -> None:
-    cache = ResponseCache(max_bytes=10, max_entry_bytes=10)
+    cache = ResponseCache(max_bytes=2 * ENTRY + 5, max_entry_bytes=ENTRY)
     a, b, c = (Answer((), body * 4) for body in (b"a", b"b", b"c"))
     cache.put(key("a"), a)
     cache.put(key("b"), b)
     assert cache.get(key("a")) == a  # a is now the most recently used
     cache.put(key("c"), c)
     assert (cache.get(key("a")), cache.get(key("b")), cache.get(key("c"))) == (a, None, c)
-    assert cache.size == 8
+    assert cache.size == 2 * ENTRY
 
 
 def test_an_answer_larger_than_an_entry_may_be_is_not_kept() -> None:
-    cache = ResponseCache(max_bytes=100, max_entry_bytes=3)
-    cache.put(key("big"), Answer((), b"1234"))
-    assert cache.get(key("big")) is None
+    cache = ResponseCache(max_bytes=10 * ENTRY, max_entry_bytes=ENTRY - 1)
+    cache.put(key("a"), Answer((), b"1234"))
+    assert cache.get(key("a")) is None
     assert cache.size == 0
+
+
+def test_the_bound_counts_keys_and_headers_not_only_answers() -> None:
+    cache = ResponseCache(max_bytes=1_000_000, max_entry_bytes=500_000)
+    answer = Answer(((b"content-type", b"application/json"),), b"{}")
+    for i in range(50):  # 50 requests of 100 kB bodies, each answered with 2 bytes
+        cache.put(("POST", "/p", b"", b"", b"", b"", b"%d" % i + b" " * 100_000), answer)
+    assert cache.size <= 1_000_000
+    assert len(cache.entries) == 9  # 9 × ~100 kB: the keys are what fills it
+    assert cache.size == sum(entry_bytes(k, answer) for k in cache.entries)
+
+
+def test_the_same_bytes_sent_as_text_are_not_answered_from_the_json_cache(
+    client: TestClient,
+) -> None:
+    body = b'{"tokens": ["a", "b", "c", "d"]}'
+    json = client.post("/api/attention", content=body, headers={"content-type": "application/json"})
+    plain = client.post("/api/attention", content=body, headers={"content-type": "text/plain"})
+    assert json.status_code == 200
+    assert plain.status_code == 415
 
 
 def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
@@ -63,9 +93,13 @@ def test_a_repeated_request_is_answered_from_the_cache_with_the_same_bytes(
 
 def test_a_replayed_answer_is_compressed_like_the_first(client: TestClient) -> None:
     body = {"tokens": ["a", "b", "c", "d", "e", "f"]}  # an answer above gzip's minimum size
-    answers = [client.post("/api/attention", json=body) for _ in range(3)]
-    assert {a.headers["content-encoding"] for a in answers} == {"gzip"}
-    assert answers[0].json() == answers[1].json() == answers[2].json()
+    for encoding in ("gzip", "zstd"):
+        answers = [
+            client.post("/api/attention", json=body, headers={"accept-encoding": encoding})
+            for _ in range(3)
+        ]
+        assert {a.headers["content-encoding"] for a in answers} == {encoding}
+        assert answers[0].content == answers[1].content == answers[2].content
 
 
 @pytest.mark.parametrize(

@@ -120,14 +120,6 @@ CASES: list[tuple[str, Any, list[Any], list[str]]] = [
     ("body a string", raw(b'"hello"'), [], ["JSON object", '"hello"']),
     ("body a number", raw(b"3"), [], ["JSON object", "not 3"]),
     ("empty body", raw(b""), [], ["needs a JSON body", "{}"]),
-    ("no content-type", raw(b"{}", None), [], ["content-type: application/json"]),
-    ("text/plain", raw(b"{}", {"content-type": "text/plain"}), [], ["application/json"]),
-    (
-        "form encoded (curl -d without -H)",
-        raw(b"{}", {"content-type": "application/x-www-form-urlencoded"}),
-        [],
-        ["content-type: application/json"],
-    ),
     ("unknown field", {"tokenz": ["a"]}, ["tokenz"], ["not a field", "spelling"]),
     ("unknown mask field", {"mask": {"casual": True}}, ["mask", "casual"], ["not a field"]),
     ("mask not an object", {"mask": [True]}, ["mask"], ["object", "not a list"]),
@@ -218,3 +210,38 @@ def test_no_json_makes_the_server_fail(small_client: TestClient, body: Any) -> N
 )
 def test_field_names_read_as_a_student_writes_them(loc: tuple, name: str) -> None:
     assert field_name(loc) == name
+
+
+def test_a_body_with_thousands_of_bad_numbers_lists_twenty_and_counts_the_rest(
+    small_client: TestClient,
+) -> None:
+    cells = ", ".join(["NaN"] * 3)
+    body = '{"tokens": ["a", "b", "c"], "x": [' + ", ".join([f"[{cells}]"] * 3) + "]}"
+    few = small_client.post("/api/attention", **raw(body.encode())).json()["detail"]
+    assert len(few) == 9  # nine problems: all listed, no count entry
+    assert {e["type"] for e in few} == {"finite_number"}
+
+    many = '{"x": [' + ", ".join(["[" + ", ".join(["NaN"] * 100) + "]"] * 50) + "]}"
+    detail = small_client.post("/api/attention", **raw(many.encode())).json()["detail"]
+    assert len(detail) == 21
+    assert [e["loc"] for e in detail[:2]] == [["body", "x", 0, 0], ["body", "x", 0, 1]]
+    assert detail[-1]["type"] == "too_many_errors"
+    assert detail[-1]["msg"].startswith("and 4,980 more problems")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"content-type": "text/plain"}, {"content-type": "application/x-www-form-urlencoded"}],
+    ids=["no content-type", "text/plain", "form encoded (curl -d without -H)"],
+)
+def test_a_body_not_sent_as_json_gets_415_with_the_header_to_add(
+    small_client: TestClient, headers: dict[str, str]
+) -> None:
+    for path in ("/api/attention", "/api/heads", "/api/kernel/tiled", "/api/model"):
+        response = small_client.post(path, content=b"{}", headers=headers)
+        assert response.status_code == 415
+        assert "content-type: application/json" in response.json()["detail"]
+    sent = small_client.post(
+        "/api/attention", content=b"{}", headers={"content-type": "application/json; charset=utf-8"}
+    )
+    assert sent.status_code == 200

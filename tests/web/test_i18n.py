@@ -97,6 +97,9 @@ def test_accept_language_orders_by_quality_then_position() -> None:
         ("en", 0.5, 2, "0.50"),
         ("es", 0.5, 2, "0,50"),
         ("es", 1234.5, 0, "1.234"),  # rounded half to even
+        # Beyond the decimal module's default 28 digits (the cost page's largest products):
+        ("en", 10**36, 0, "1" + ",000" * 12),
+        ("en", 2.0**100, 0, "1,267,650,600,228,229,400,000,000,000,000"),
     ],
 )
 def test_format_number_follows_the_locale(locale, value, digits, text) -> None:

@@ -5,8 +5,10 @@ import socket
 from collections.abc import Iterable, Iterator
 from urllib.parse import urlsplit
 
+import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
 from app.settings import Settings
 from app.web.middleware.body_limits import too_large_message
 
@@ -70,3 +72,26 @@ def test_uvicorn_refuses_a_chunked_body_once_it_passes_the_cap(live_server: str)
     )
     chunks = (b"%x\r\n%s\r\n" % (len(c), c) for c in over_cap_chunks())
     assert raw_exchange(live_server, head, chunks).startswith(b"HTTP/1.1 413")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/", "/walkthrough", "/heads", "/cost", "/kernel", "/model", "/lessons", "/docs",
+        "/healthz", "/api/cost", "/api/cost/models", "/lab.csv", "/lab.json", "/openapi.json",
+        "/static/app.css",
+    ],
+)  # fmt: skip
+def test_head_answers_every_get_route_with_the_get_headers_and_no_body(path: str) -> None:
+    with TestClient(create_app()) as client:
+        get = client.get(path)
+        head = client.head(path)
+    assert get.status_code == head.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.headers["content-length"] == get.headers["content-length"]
+
+
+def test_head_on_a_post_only_route_is_405() -> None:
+    with TestClient(create_app()) as client:
+        assert client.head("/api/attention").status_code == 405

@@ -1,12 +1,14 @@
 """One JSON line per request on stdout; 422s at info, unexpected errors at error with the id
 the user sees."""
 
+import asyncio
 import json
 from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.main import create_app
 from app.web.middleware.requestlog import INCOMING_ID, configure_logging
 from tests.web.test_security import failing_app
 
@@ -87,3 +89,48 @@ def test_a_proxys_request_id_is_kept_only_when_well_formed(
     returned = response.headers["x-request-id"]
     assert (returned == sent) is kept
     assert INCOMING_ID.fullmatch(returned)
+
+
+def test_a_log_line_stays_short_whatever_the_request(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nans = '{"x": [' + ", ".join(["[" + ", ".join(["NaN"] * 64) + "]"] * 256) + "]}"
+    capsys.readouterr()
+    client.post("/api/attention", content=nans, headers={"content-type": "application/json"})
+    client.get("/no-such-page-" + "a" * 20_000)
+    out = capsys.readouterr().out
+    first, second = request_lines(out)
+    assert len(first["invalid"]) == 21
+    assert first["invalid"][-1].startswith("and 16,364 more problems")
+    assert len(second["path"]) == 300
+    assert max(len(line) for line in out.splitlines()) < 12_000
+
+
+def test_a_client_that_leaves_mid_body_is_logged_at_info_as_499(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    app = create_app()
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/api/attention", "raw_path": b"/api/attention",
+        "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"100")],
+    }  # fmt: skip
+    messages = [
+        {"type": "http.request", "body": b'{"tokens": ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    capsys.readouterr()
+    asyncio.run(app(scope, receive, send))
+    [line] = request_lines(capsys.readouterr().out)
+    assert (line["level"], line["status"]) == ("info", 499)
+    assert "exception" not in line

@@ -86,8 +86,9 @@ def test_headers_are_not_duplicated_when_a_route_sets_one(client: TestClient) ->
 def test_every_body_route_refuses_an_oversized_body_unread(path: str) -> None:
     app = create_app(Settings(max_body_bytes=2048))
     with TestClient(app) as client:
-        declared = client.post(path, content=b"{}", headers={"content-length": "999999"})
-        streamed = client.post(path, content=iter([b" " * 1500, b" " * 1500]))
+        json = {"content-type": "application/json"}
+        declared = client.post(path, content=b"{}", headers={**json, "content-length": "999999"})
+        streamed = client.post(path, content=iter([b" " * 1500, b" " * 1500]), headers=json)
     for response in (declared, streamed):
         assert response.status_code == 413
         assert "larger than 2,048 bytes" in response.json()["detail"]

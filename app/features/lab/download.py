@@ -8,11 +8,20 @@ import numpy as np
 from app.core.formatting import number_text
 from app.features.lab.schemas import AttentionResult
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(label: str) -> str:
+    """A label a spreadsheet shows as text: one starting like a formula (=, +, -, @, a tab or
+    a carriage return) gets a leading apostrophe, so "=HYPERLINK(…)" is not run on opening."""
+    return "'" + label if label.startswith(FORMULA_STARTS) else label
+
 
 def stages_csv(result: AttentionResult) -> str:
     """Every stage in one long table: stage, row, row label, column, column label, value.
-    Hidden scores read -inf; the mask reads 1 (visible) or 0 (hidden)."""
-    tokens = list(result.tokens)
+    Hidden scores read -inf; the mask reads 1 (visible) or 0 (hidden); token labels that a
+    spreadsheet would run as formulas are neutralised."""
+    tokens = [spreadsheet_text(t) for t in result.tokens]
     dims = {
         name: [f"{prefix}{d}" for d in range(getattr(result, name))]
         for name, prefix in (("d_model", "d"), ("d_k", "d"), ("d_v", "d"))

@@ -207,7 +207,7 @@ def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str,
         context["errors"] = [exc.msg]
         return context, 422
     except ModelUnavailableError as exc:
-        context["errors"] = [exc.msg]
+        context.update(errors=[exc.msg], unavailable=True)
         return context, 503
     shape = (result.model.layers, result.model.heads)
     context.update(result=result, view=model_view(result, page), shape=shape, page=page)

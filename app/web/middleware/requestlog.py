@@ -19,12 +19,17 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.errors import MAX_ERRORS
 from app.web.json_io import JSONResponse, dumps
 
 log = logging.getLogger("attention_lab.requests")
 HANDLER_NAME = "attention_lab.stdout"
 # An id sent by a proxy in front of us is kept when it looks like one; otherwise we make one.
 INCOMING_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
+# A log line stays short whatever the request: its path and each message are cut to this,
+# and at most MAX_ERRORS + 1 messages (the answer's own cap) are written.
+MAX_LOGGED_CHARS = 300
+CLIENT_CLOSED = 499  # logged (at info) for a client that disconnected before its answer
 
 
 class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -100,8 +105,12 @@ class RequestLog:
         status = 500
         started = False
 
+        completed = False
+
         async def send_tagged(message: Message) -> None:
-            nonlocal status, started
+            nonlocal status, started, completed
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                completed = True
             if message["type"] == "http.response.start":
                 started = True
                 status = message["status"]
@@ -111,16 +120,29 @@ class RequestLog:
                 ]
             await send(message)
 
+        disconnected = False
+
+        async def watched_receive() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            # A disconnect after the whole answer went out is the normal end of a request.
+            if message["type"] == "http.disconnect" and not completed:
+                disconnected = True
+            return message
+
         try:
-            await self.app(scope, receive, send_tagged)
+            await self.app(scope, watched_receive, send_tagged)
         except Exception:
+            if disconnected:  # the client left mid-request: nobody to answer, nothing wrong
+                self._log(scope, CLIENT_CLOSED, start, request_id)
+                return
             self._log(scope, 500, start, request_id, exc_info=sys.exc_info())
             if started:
                 raise  # the answer is half sent: let the server drop the connection
             response = JSONResponse({"detail": server_error_message(request_id)}, status_code=500)
             await response(scope, receive, send_tagged)
             return
-        self._log(scope, status, start, request_id)
+        self._log(scope, CLIENT_CLOSED if disconnected else status, start, request_id)
 
     @staticmethod
     def _log(
@@ -128,15 +150,15 @@ class RequestLog:
     ) -> None:
         fields: dict[str, Any] = {
             "method": scope["method"],
-            "path": scope["path"],
+            "path": scope["path"][:MAX_LOGGED_CHARS],
             "status": status,
             "duration_ms": round((time.perf_counter() - start) * 1000, 2),
             "request_id": request_id,
         }
         invalid = scope.get("state", {}).get("invalid")
         if invalid:
-            fields["invalid"] = invalid
-        message = f"{scope['method']} {scope['path']} {status}"
+            fields["invalid"] = [m[:MAX_LOGGED_CHARS] for m in invalid[: MAX_ERRORS + 1]]
+        message = f"{scope['method']} {fields['path']} {status}"
         if status >= 500:
             log.error(message, exc_info=exc_info, extra={"fields": fields})
         elif log.isEnabledFor(logging.INFO):

@@ -647,3 +647,16 @@ def test_the_page_shows_counts_beyond_28_digits(client: TestClient) -> None:
     assert page.status_code == 200
     flops = 4 * 10**18 * 128 * 128 * 128 * 65_536  # 4 · n² · d_head · h · L · B
     assert f"{flops:,}" in page.text
+
+
+def test_the_page_prints_products_too_large_for_the_decimal_default(
+    small_client: TestClient,
+) -> None:
+    # 10⁹ tokens, 65,536 heads, 65,536 sequences: a KV cache of 2⁴⁵ GB and products of 30+
+    # digits, which the number formatting once answered with a 500.
+    response = small_client.get("/cost?seq_len=1000000000&batch=65536&heads=65536")
+    assert response.status_code == 200
+    api = small_client.get("/api/cost?seq_len=1000000000&batch=65536&heads=65536").json()
+    kv = api["kv_cache_bytes"]
+    assert kv == 2 * 1 * 65_536 * 128 * 2 * 1_000_000_000 * 65_536
+    assert f"{kv:,}" in response.text

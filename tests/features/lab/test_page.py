@@ -1,5 +1,7 @@
 """The head lab page through the HTTP stack: what a person reads, and what a bad URL gives."""
 
+import csv
+import io
 import re
 from urllib.parse import parse_qsl
 
@@ -215,3 +217,17 @@ def test_a_long_sequence_stays_light(client: TestClient) -> None:
     assert response.status_code == 200
     assert len(response.content) < 1_500_000
     assert "customdata" not in response.text  # no hover arithmetic at n = 128
+
+
+def test_csv_labels_that_a_spreadsheet_would_run_as_formulas_are_neutralised(
+    client: TestClient,
+) -> None:
+    tokens = ["=HYPERLINK(1)", "+1", "-2", "@SUM(A1)", "cat"]
+    response = client.get("/lab.csv", params={"tokens": " ".join(tokens), "d_model": "2"})
+    rows = list(csv.reader(io.StringIO(response.text)))[1:]
+    labels = {row[2] for row in rows if row[0] == "q"}
+    assert labels == {"'=HYPERLINK(1)", "'+1", "'-2", "'@SUM(A1)", "cat"}
+    assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row[2::2])
+    negatives = [row[5] for row in rows if row[5].startswith("-") and row[5] != "-inf"]
+    assert negatives  # numbers stay numbers
+    assert all(float(v) < 0 for v in negatives)

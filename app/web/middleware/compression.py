@@ -1,0 +1,155 @@
+"""Compression: zstd, Brotli or gzip at fast levels (starlette-compress), with large answers
+compressed in a worker thread and kept compressed beside the plain answers of the cache.
+
+`compression(app)` is two layers. Outside, starlette-compress's `CompressMiddleware` picks
+the encoding (zstd, then br, then gzip, among those the client accepts) and compresses on
+the event loop what is small or streamed (pages, fragments, files), which costs well under a
+millisecond. Inside it, `LargeAnswers` takes the one-shot answers of at least
+`thread_above` bytes (the stage matrices at n = 256 are 6 MB): it compresses them in a
+worker thread, so /healthz and small requests never wait behind 40 ms of zlib, and marks
+them Content-Encoding so that the outer layer leaves them be. The compressed bytes of an
+answer replayed by the response cache are kept (least recently used out first, within
+`keep_bytes`, counting the plain answer they keep alive too), so a cache hit is never
+compressed twice.
+"""
+
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable
+
+import brotli
+import zstandard
+from anyio import to_thread
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette_compress import CompressMiddleware
+
+ZSTD_LEVEL, BROTLI_QUALITY, GZIP_LEVEL = 1, 1, 1  # fast: the stage matrices are noisy floats
+ENCODERS: dict[str, Callable[[bytes], bytes]] = {
+    "zstd": lambda body: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(body),
+    "br": lambda body: brotli.compress(body, quality=BROTLI_QUALITY),
+    "gzip": lambda body: zlib.compress(body, GZIP_LEVEL, wbits=31),
+}
+COMPRESSIBLE = (b"application/json", b"text/", b"application/javascript", b"image/svg+xml")
+
+
+def chosen_encoding(accept_encoding: str) -> str | None:
+    """The encoding the outer layer would pick: zstd, br, gzip in that order, q > 0."""
+    accepted = set()
+    for item in accept_encoding.lower().split(","):
+        coding, _, params = item.partition(";")
+        quality = params.strip().removeprefix("q=")
+        try:
+            if params and float(quality) <= 0:
+                continue
+        except ValueError:
+            continue
+        accepted.add(coding.strip())
+    for encoding in ENCODERS:
+        if encoding in accepted or "*" in accepted:
+            return encoding
+    return None
+
+
+class Kept:
+    """Compressed bytes by (plain body, encoding), for plain bodies replayed as the same object
+    by the response cache; an entry counts its compressed and its plain bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._entries: OrderedDict[tuple[int, str], tuple[bytes, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, body: bytes, encoding: str) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get((id(body), encoding))
+            if entry is None or entry[0] is not body:  # an id reused by another object
+                return None
+            self._entries.move_to_end((id(body), encoding))
+            return entry[1]
+
+    def put(self, body: bytes, encoding: str, compressed: bytes) -> None:
+        size = len(body) + len(compressed)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop((id(body), encoding), None)
+            if old is not None:
+                self.size -= len(old[0]) + len(old[1])
+            self._entries[(id(body), encoding)] = (body, compressed)
+            self.size += size
+            while self.size > self.max_bytes:
+                _, (plain, packed) = self._entries.popitem(last=False)
+                self.size -= len(plain) + len(packed)
+
+
+class LargeAnswers:
+    """Pure ASGI middleware: one-shot answers of `thread_above` bytes or more, compressed in
+    a worker thread (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, thread_above: int, keep_bytes: int) -> None:
+        self.app = app
+        self.thread_above = thread_above
+        self.kept = Kept(keep_bytes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        accept = b",".join(v for k, v in scope["headers"] if k == b"accept-encoding")
+        encoding = chosen_encoding(accept.decode("latin-1")) if accept else None
+        if encoding is None:
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+
+        async def compress_large(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message  # held until the body says how large it is
+                return
+            if start is None:  # already sent
+                await send(message)
+                return
+            held, start = start, None
+            body = message.get("body", b"")
+            if message.get("more_body") or len(body) < self.thread_above or not eligible(held):
+                await send(held)
+                await send(message)
+                return
+            packed = self.kept.get(body, encoding)
+            if packed is None:
+                packed = await to_thread.run_sync(ENCODERS[encoding], body)
+                self.kept.put(body, encoding, packed)
+            headers = MutableHeaders(raw=list(held["headers"]))
+            headers["Content-Encoding"] = encoding
+            headers["Content-Length"] = str(len(packed))
+            headers.add_vary_header("Accept-Encoding")
+            await send({**held, "headers": headers.raw})
+            await send({"type": "http.response.body", "body": packed})
+
+        await self.app(scope, receive, compress_large)
+
+
+def eligible(start: Message) -> bool:
+    headers = dict(start.get("headers", []))
+    kind = headers.get(b"content-type", b"")
+    return (
+        start.get("status", 200) == 200
+        and b"content-encoding" not in headers
+        and kind.startswith(COMPRESSIBLE)
+    )
+
+
+def compression(app: ASGIApp, thread_above: int, keep_bytes: int) -> ASGIApp:
+    """Both layers around `app` (the response cache and what it wraps)."""
+    inner = LargeAnswers(app, thread_above=thread_above, keep_bytes=keep_bytes)
+    return CompressMiddleware(
+        inner,
+        minimum_size=1024,
+        zstd_level=ZSTD_LEVEL,
+        brotli_quality=BROTLI_QUALITY,
+        gzip_level=GZIP_LEVEL,
+    )

@@ -1,0 +1,307 @@
+"""A class at once: 200 virtual students against one `python -m app` worker for 60 s.
+
+Each student joins within the first 5 s, loads the lab with a sentence of its own (the page,
+then every stylesheet, script and plotly.js it links, on two keep-alive connections as a
+browser would, once: later pages find them cached), and then every 2 to 5 s does what a
+student does: mostly an edit of its own state (a word, a W_Q number, the query, the mask),
+sent as the lab's script sends it (`GET /?…&fragment=results`, gzip); now and then it
+opens the multi-head page (8 %) or the trained model's page (4 %) on its sentence. The
+response cache stays on, as deployed; no two students share a state.
+
+Printed per kind of request: how many, p50 / p99 / max milliseconds (from sending the
+request to the last byte of the answer) and failures (an answer other than 200, a broken
+connection or no answer within 10 s). Goal: every kind p99 ≤ 100 ms, none failed. The load
+generator is this Python process, on the same machine: it takes some CPU from the server.
+
+    .venv/bin/python bench/bench_students.py [--students 200] [--seconds 60]
+"""
+
+import argparse
+import asyncio
+import gzip
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server import Server
+
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "on",
+    "mat",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "river",
+    "bank",
+    "near",
+    "our",
+    "quiet",
+    "today",
+    "sleeps",
+    "runs",
+    "small",
+    "bird",
+    "sings",
+    "loud",
+    "morning",
+    "light",
+    "falls",
+    "softly",
+    "every",
+    "child",
+    "reads",
+]
+ASSET = re.compile(rb'(?:src|href)="(/(?:static|assets)/[^"]+)"')
+TIMEOUT_S = 10.0
+
+
+@dataclass
+class Tally:
+    millis: dict[str, list[float]] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def record(self, kind: str, ms: float | None, problem: str = "") -> None:
+        self.millis.setdefault(kind, [])
+        self.failures.setdefault(kind, 0)
+        if ms is None:
+            self.failures[kind] += 1
+            if len(self.examples) < 5:
+                self.examples.append(f"{kind}: {problem}")
+        else:
+            self.millis[kind].append(ms)
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection, one request at a time."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def get(self, path: str) -> tuple[int, bytes, bool]:
+        """The status, the body as sent and whether it is gzipped. Like a browser, a request
+        on a kept-alive connection that the server closed meanwhile (its keep-alive timeout)
+        is sent again on a new connection, once."""
+        reused = self.writer is not None
+        try:
+            return await self._get(path)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if not reused:
+                raise
+            self.close()
+            return await self._get(path)
+
+    async def _get(self, path: str) -> tuple[int, bytes, bool]:
+        if self.writer is None or self.writer.is_closing():
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        head = (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+            "Accept: text/html,*/*\r\nAccept-Encoding: gzip\r\nUser-Agent: student\r\n\r\n"
+        )
+        self.writer.write(head.encode())
+        assert self.reader is not None
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnectionError("closed by the server")
+        status = int(status_line.split()[1])
+        length, chunked, close, gzipped = 0, False, False, False
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value:
+                chunked = True
+            elif name == "connection" and value == "close":
+                close = True
+            elif name == "content-encoding" and value == "gzip":
+                gzipped = True
+        if chunked:
+            body = b""
+            while (size := int((await self.reader.readline()).strip(), 16)) > 0:
+                body += await self.reader.readexactly(size + 2)
+            await self.reader.readline()
+        else:
+            body = await self.reader.readexactly(length)
+        if close:
+            self.close()
+        return status, body, gzipped
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+@dataclass
+class Student:
+    rng: random.Random
+    tokens: list[str]
+    query: int = 0
+    causal: bool = True
+    w_q: list[list[float]] | None = None
+
+    def lab_path(self, fragment: bool) -> str:
+        params = {
+            "tokens": " ".join(self.tokens),
+            "d_model": "4",
+            "d_k": "4",
+            "d_v": "4",
+            "mask": "causal" if self.causal else "bidirectional",
+            "query": str(self.query),
+        }
+        if self.w_q is not None:
+            params["w_q"] = ";".join(",".join(f"{v:g}" for v in row) for row in self.w_q)
+        if fragment:
+            params["fragment"] = "results"
+        return "/?" + urlencode(params)
+
+    def edit(self) -> None:
+        choice = self.rng.random()
+        if choice < 0.4:
+            self.tokens[self.rng.randrange(len(self.tokens))] = self.rng.choice(WORDS)
+        elif choice < 0.55 and len(self.tokens) < 12:
+            self.tokens.append(self.rng.choice(WORDS))
+        elif choice < 0.8:
+            if self.w_q is None:
+                self.w_q = [[round(self.rng.uniform(-1, 1), 1) for _ in range(4)] for _ in range(4)]
+            self.w_q[self.rng.randrange(4)][self.rng.randrange(4)] = round(
+                self.rng.uniform(-2, 2), 1
+            )
+        elif choice < 0.9:
+            self.query = self.rng.randrange(len(self.tokens))
+        else:
+            self.causal = not self.causal
+        self.query = min(self.query, len(self.tokens) - 1)
+
+
+async def timed(tally: Tally, kind: str, conn: Connection, path: str) -> bytes:
+    start = time.perf_counter()
+    try:
+        status, body, gzipped = await asyncio.wait_for(conn.get(path), TIMEOUT_S)
+    except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as error:
+        conn.close()
+        tally.record(kind, None, f"{path[:60]}: {type(error).__name__} {error}")
+        return b""
+    if status != 200:
+        tally.record(kind, None, f"{path[:60]}: {status}")
+        return b""
+    tally.record(kind, (time.perf_counter() - start) * 1000)
+    return gzip.decompress(body) if gzipped and kind.endswith("page") else body
+
+
+async def load_assets(tally: Tally, conns: list[Connection], html: bytes, cached: set[str]) -> None:
+    """Every asset the page links that this student's browser does not hold yet."""
+    wanted = [a.decode() for a in dict.fromkeys(ASSET.findall(html)) if a.decode() not in cached]
+    cached.update(wanted)
+
+    async def fetch(conn: Connection, paths: list[str]) -> None:
+        for path in paths:
+            kind = "plotly.js" if "plotly" in path else "asset"
+            await timed(tally, kind, conn, path)
+
+    await asyncio.gather(*(fetch(c, wanted[i :: len(conns)]) for i, c in enumerate(conns)))
+
+
+async def student(number: int, port: int, start_by: float, end: float, tally: Tally) -> None:
+    rng = random.Random(number)
+    me = Student(rng, [rng.choice(WORDS) for _ in range(rng.randint(3, 8))])
+    me.query = len(me.tokens) - 1
+    await asyncio.sleep(rng.uniform(0, start_by))
+    conns = [Connection(port), Connection(port)]
+    cached: set[str] = set()
+    html = await timed(tally, "lab page", conns[0], me.lab_path(fragment=False))
+    await load_assets(tally, conns, html, cached)
+    while time.perf_counter() + 2 < end:
+        await asyncio.sleep(rng.uniform(2, 5))
+        action = rng.random()
+        sentence = " ".join(me.tokens)
+        if action < 0.08:
+            path = "/heads?" + urlencode({"text": sentence, "heads": "4", "kv_heads": "2"})
+            html = await timed(tally, "heads page", conns[0], path)
+            await load_assets(tally, conns, html, cached)
+        elif action < 0.12:
+            html = await timed(
+                tally, "model page", conns[0], "/model?" + urlencode({"text": sentence})
+            )
+            await load_assets(tally, conns, html, cached)
+        else:
+            me.edit()
+            await timed(tally, "lab edit", conns[0], me.lab_path(fragment=True))
+    for conn in conns:
+        conn.close()
+
+
+async def run(port: int, students: int, seconds: float) -> Tally:
+    tally = Tally()
+    end = time.perf_counter() + seconds
+    await asyncio.gather(*(student(i, port, 5.0, end, tally) for i in range(students)))
+    return tally
+
+
+def percentile(values: list[float], q: float) -> float:
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+        if len(values) > 1
+        else (values[0] if values else float("nan"))
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60)
+    args = parser.parse_args()
+    server = Server()
+    try:
+        started = time.perf_counter()
+        tally = asyncio.run(run(server.port, args.students, args.seconds))
+        spent = time.perf_counter() - started
+    finally:
+        server.stop()
+    total = sum(len(v) for v in tally.millis.values()) + sum(tally.failures.values())
+    print(
+        f"{args.students} students, {spent:.0f} s, one uvicorn worker on 127.0.0.1: "
+        f"{total} requests ({total / spent:.0f}/s); load average {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores"
+    )
+    print(f"{'request':12} {'count':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'failed':>7}")
+    worst = 0.0
+    for kind in ("lab page", "asset", "plotly.js", "lab edit", "heads page", "model page"):
+        ms = tally.millis.get(kind, [])
+        p99 = percentile(ms, 99)
+        worst = max(worst, p99)
+        print(
+            f"{kind:12} {len(ms):6d} {percentile(ms, 50):8.1f} {p99:8.1f} "
+            f"{max(ms, default=float('nan')):8.1f} {tally.failures.get(kind, 0):7d}"
+        )
+    failed = sum(tally.failures.values())
+    print(
+        f"goal: p99 ≤ 100 ms for every kind: "
+        f"{'yes' if worst <= 100 else 'NO'} ({worst:.1f} ms); "
+        f"none failed: {'yes' if failed == 0 else 'NO'} ({failed})"
+    )
+    for example in tally.examples:
+        print("  failure:", example)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Compression: zstd, br, gzip as the client accepts them; large answers compressed in a
+worker thread and kept compressed for the cache's replays; what is already encoded left be."""
+
+import threading
+import zlib
+
+import brotli
+import orjson
+import pytest
+import zstandard
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from app.web.middleware import compression as comp
+from app.web.middleware.compression import Kept, chosen_encoding
+
+DECODE = {
+    "zstd": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
+    "br": brotli.decompress,
+    "gzip": lambda b: zlib.decompress(b, wbits=31),
+}
+BIG = {"tokens": [f"t{i}" for i in range(64)], "d_model": 32}  # an answer of ~400 kB
+
+
+def raw_post(client: TestClient, body: dict, encoding: str) -> tuple[str, bytes]:
+    with client.stream(
+        "POST", "/api/attention", content=orjson.dumps(body),
+        headers={"content-type": "application/json", "accept-encoding": encoding},
+    ) as response:  # fmt: skip
+        assert response.status_code == 200
+        return response.headers.get("content-encoding", "identity"), b"".join(response.iter_raw())
+
+
+@pytest.mark.parametrize(
+    ("header", "chosen"),
+    [
+        ("gzip, deflate, br, zstd", "zstd"),
+        ("gzip, br", "br"),
+        ("gzip", "gzip"),
+        ("zstd;q=0, gzip", "gzip"),
+        ("identity", None),
+        ("*", "zstd"),
+        ("", None),
+    ],
+)
+def test_the_encoding_is_the_fastest_the_client_accepts(header: str, chosen: str | None) -> None:
+    assert chosen_encoding(header) == chosen
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "br", "gzip"])
+@pytest.mark.parametrize("body", [{}, BIG], ids=["small, on the loop", "large, in a thread"])
+def test_answers_come_in_the_accepted_encoding_and_decode_to_the_plain_answer(
+    client: TestClient, encoding: str, body: dict
+) -> None:
+    _, plain = raw_post(client, body, "identity")
+    sent, packed = raw_post(client, body, encoding)
+    assert sent == encoding
+    assert len(packed) < len(plain)
+    assert DECODE[encoding](packed) == plain
+
+
+def test_large_answers_are_compressed_in_a_worker_thread_once_per_cached_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[str] = []
+    zstd = comp.ENCODERS["zstd"]
+
+    def spy(body: bytes) -> bytes:
+        threads.append(threading.current_thread().name)
+        return zstd(body)
+
+    monkeypatch.setitem(comp.ENCODERS, "zstd", spy)
+    with TestClient(create_app(Settings(compress_in_thread_bytes=100_000))) as client:
+        loop_thread = client.portal.call(lambda: threading.current_thread().name)
+        answers = [raw_post(client, BIG, "zstd") for _ in range(3)]  # computed, then replayed
+    assert len(threads) == 1  # the replays reuse the kept compressed bytes
+    assert threads[0] != loop_thread
+    assert answers[0] == answers[1] == answers[2]
+
+
+def test_kept_compressed_bytes_stay_within_their_bound_counting_the_plain_answer() -> None:
+    kept = Kept(max_bytes=1000)
+    bodies = [bytes([i]) * 300 for i in range(4)]
+    for body in bodies:
+        kept.put(body, "gzip", b"x" * 100)
+    assert kept.size == 800  # two entries of 300 + 100; the two oldest left
+    assert kept.get(bodies[0], "gzip") is None
+    assert kept.get(bodies[3], "gzip") == b"x" * 100
+    assert kept.get(bytes([3]) * 300, "gzip") is None  # equal bytes, another object: not kept
+    assert kept.get(bodies[3], "br") is None
+
+
+def test_plotly_js_is_sent_as_already_gzipped(client: TestClient) -> None:
+    from app.web.assets import PLOTLY_URL
+
+    response = client.get(PLOTLY_URL, headers={"accept-encoding": "zstd, gzip"})
+    assert response.headers["content-encoding"] == "gzip"

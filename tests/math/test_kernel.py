@@ -11,9 +11,9 @@ from app.math import attention as att
 from app.math import flash as fl
 from app.math import heads as mh
 from app.math import kernel as kn
+from tests.math.strategies import lab_states, random_qkv, values
 
 EXACT = 1e-12
-values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
 
 def tiled_steps(q, k, v, mask, block_q: int, block_k: int) -> list[fl.TileStep]:
@@ -37,34 +37,6 @@ def assemble(steps: list[fl.TileStep], n: int, d_v: int) -> np.ndarray:
 def worked_qkv() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = rules.WORKED_X
     return x @ rules.WORKED_W_Q, x @ rules.WORKED_W_K, x @ rules.WORKED_W_V
-
-
-def random_qkv(n: int, d_k: int = 3, d_v: int = 2, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal((n, d)) for d in (d_k, d_k, d_v)]
-
-
-@st.composite
-def lab_states(draw: st.DrawFn) -> dict:
-    """Random q, k, v, any combination of masks, and block sizes from 1 to past n."""
-    n = draw(st.integers(1, 12))
-    d_k, d_v = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    allowed = att.build_mask(
-        n,
-        causal=draw(st.booleans()),
-        padding=draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n)),
-        window=draw(st.none() | st.integers(1, n + 1)),
-        allowed=draw(st.none() | arrays(bool, (n, n))),
-    )
-    return {
-        "q": draw(arrays(float, (n, d_k), elements=values)),
-        "k": draw(arrays(float, (n, d_k), elements=values)),
-        "v": draw(arrays(float, (n, d_v), elements=values)),
-        "allowed": allowed,
-        "block_q": draw(st.integers(1, n + 2)),
-        "block_k": draw(st.integers(1, n + 2)),
-        "scale": draw(st.booleans()),
-    }
 
 
 @settings(max_examples=150, deadline=None)

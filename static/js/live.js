@@ -181,9 +181,13 @@
       pending = new AbortController();
       const t0 = performance.now();
       let t1 = 0;
-      return fetch(url, { signal: pending.signal, headers: { Accept: "text/html" } })
+      const headers = { Accept: "text/html", "X-Live-Update": "1" };
+      return fetch(url, { signal: pending.signal, headers: headers })
         .then(function (response) {
-          return response.text().then(function (html) { return [html, response.status]; });
+          // Input the page cannot use comes back 200 with its real status beside it, so the
+          // console shows no failed request while the teacher is mid-edit.
+          const status = Number(response.headers.get("X-Input-Status")) || response.status;
+          return response.text().then(function (html) { return [html, status]; });
         })
         .then(function (answer) {
           const html = answer[0];

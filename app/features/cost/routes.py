@@ -12,7 +12,7 @@ from app.features.cost.schemas import CostQuery, CostResult, PresetList
 from app.features.cost.service import compute_cost, preset_list
 from app.web.deps import ErrorResponse, PageQuery, page_query
 from app.web.json_io import JSONResponse
-from app.web.templating import templates
+from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
@@ -49,7 +49,7 @@ def cost_page(
     request: Request, params: dict[str, str], measured: tuple[Any, str | None]
 ) -> HTMLResponse:
     context, status = cost_page_context(params, *measured)
-    return templates.TemplateResponse(request, "cost/cost.html", context, status_code=status)
+    return page_response(request, "cost/cost.html", context, status)
 
 
 @pages.get("/cost", response_class=HTMLResponse)

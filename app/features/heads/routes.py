@@ -10,7 +10,7 @@ from app.features.heads.schemas import HeadsRequest, HeadsResult
 from app.features.heads.service import compute_heads
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
-from app.web.templating import templates
+from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 pages = APIRouter(include_in_schema=False)
@@ -27,7 +27,7 @@ def heads(req: HeadsRequest, settings: SettingsDep) -> JSONResponse:
 def heads_html(request: Request, query: HeadsQuery, settings: SettingsDep) -> HTMLResponse:
     context = heads_page(query.last(), settings)
     status = 422 if context["errors"] else 200  # like every page: bad input is a 422
-    return templates.TemplateResponse(request, "heads/heads.html", context, status_code=status)
+    return page_response(request, "heads/heads.html", context, status)
 
 
 @pages.get("/heads/fragment", response_class=HTMLResponse)
@@ -35,4 +35,4 @@ def heads_fragment(request: Request, query: HeadsQuery, settings: SettingsDep) -
     """The results part of /heads alone: what the page swaps in on a live update."""
     context = heads_page(query.last(), settings)
     status = 422 if context["errors"] else 200
-    return templates.TemplateResponse(request, "heads/_results.html", context, status_code=status)
+    return page_response(request, "heads/_results.html", context, status)

@@ -11,7 +11,7 @@ from app.features.model.service import compute_model
 from app.web.deps import ERRORS, ErrorResponse, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
-from app.web.templating import templates
+from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 pages = APIRouter(include_in_schema=False)
@@ -39,4 +39,4 @@ def model_html(
     params: dict[str, object] = dict(query.last())
     params["off"] = [v for k, v in query.items if k == "off"]  # one per head switched off
     context, status = model_page(params, settings)
-    return templates.TemplateResponse(request, "model/model.html", context, status_code=status)
+    return page_response(request, "model/model.html", context, status)

@@ -267,3 +267,18 @@ def test_the_reading_is_in_spanish(client: TestClient) -> None:
     assert "Qué hace cada cabeza en esta frase" in html
     assert "token anterior 1.00" in html
     assert "1 cabeza: capa 0 cabeza 2" in " ".join(html.split())
+
+
+@pytest.mark.parametrize("path", ["/model?text=", "/heads?heads=0", "/cost?seq_len=0"])
+def test_a_live_update_of_unusable_input_is_a_200_that_carries_the_422(
+    client: TestClient, path: str
+) -> None:
+    """Opened as a page, unusable input answers 422; the same URL asked by the live-update
+    script while a teacher is mid-edit answers 200 with X-Input-Status: 422 and the same
+    sentence on the page."""
+    page = client.get(path)
+    live = client.get(path, headers={"X-Live-Update": "1"})
+    assert page.status_code == 422
+    assert "x-input-status" not in page.headers
+    assert (live.status_code, live.headers["x-input-status"]) == (200, "422")
+    assert live.text == page.text

@@ -23,6 +23,7 @@ from app.features.model.reading import (
     role_summary,
     rollout_view,
 )
+from app.features.model.results import ModelHead
 from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
 from app.features.model.service import ModelResult, compute_model
 from app.features.model.store import MODEL_SHAPE
@@ -60,21 +61,21 @@ BY_PAIR = ("scores", "scaled", "allowed", "masked", "weights")  # n × n: query 
 PROJECTIONS = {"q": "Q = x·W_Q + b_Q", "k": "K = x·W_K + b_K", "v": "V = x·W_V + b_V"}
 
 
-def shown_head(head: Mapping[str, Any], keep: list[int], tokens: list[str]) -> OneHead:
+def shown_head(head: ModelHead, keep: list[int], tokens: list[str]) -> OneHead:
     """One trained head's stages at the shown positions, for the stage strip."""
     rows = np.asarray(keep)
-    by_token = {name: np.asarray(head[name])[rows] for name in BY_TOKEN}
-    by_pair = {name: np.asarray(head[name])[np.ix_(rows, rows)] for name in BY_PAIR}
-    everything = len(keep) == len(head["q"])
+    by_token = {name: np.asarray(getattr(head, name))[rows] for name in BY_TOKEN}
+    by_pair = {name: np.asarray(getattr(head, name))[np.ix_(rows, rows)] for name in BY_PAIR}
+    everything = len(keep) == len(head.q)
     return OneHead(
         **by_token,
         **by_pair,
-        empty_rows=[keep.index(r) for r in head["empty_rows"] if r in keep],
+        empty_rows=[keep.index(r) for r in head.empty_rows if r in keep],
         tokens=tokens,
-        x=np.asarray(head["x"])[rows],
-        d_k=head["d_head"],
-        scale_factor=head["scale_factor"],
-        query=head["query"] if everything else None,  # nothing hidden: the service's own
+        x=np.asarray(head.x)[rows],
+        d_k=head.d_head,
+        scale_factor=head.scale_factor,
+        query=head.query if everything else None,  # nothing hidden: the service's own
     )
 
 
@@ -103,7 +104,7 @@ def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, An
     tokens = [result.tokens[i] for i in keep]
     weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
     cells, labels = pooled(weights, tokens)
-    selected = (result.head["layer"], result.head["head"]) if result.head else None
+    selected = (result.head.layer, result.head.head) if result.head else None
     fig = heatmap_grid(
         cells,
         labels,
@@ -129,7 +130,7 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
     keep = shown_positions(result, page.hide_special)
     tokens = [result.tokens[i] for i in keep]
     weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
-    layer, chosen = result.head["layer"], result.head["head"]
+    layer, chosen = result.head.layer, result.head.head
     line_heads = (
         [(layer, h) for h in range(result.model.heads)]
         if page.lines == "layer"
@@ -159,7 +160,7 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
         "text": page.text,
         "layer": layer,
         "head": chosen,
-        "query": result.head["query"].index,
+        "query": result.head.query.index,
     }
     if result.ablate:
         request["ablate"] = [list(pair) for pair in result.ablate]
@@ -174,8 +175,8 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
     }
     head = result.head
     shown = shown_head(head, keep, tokens)
-    query = head["query"].index
-    dims = [f"d{j}" for j in range(head["d_head"])]
+    query = head.query.index
+    dims = [f"d{j}" for j in range(head.d_head)]
     projections = [
         {
             "name": name,

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from app.features.model.page import model_page
-from app.features.model.schemas import ModelPageParams, ModelRequest, ModelResponse
+from app.features.model.results import ModelResult
+from app.features.model.schemas import ModelPageParams, ModelRequest
 from app.features.model.service import compute_model
 from app.web.deps import ERRORS, ErrorResponse, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
@@ -20,7 +21,7 @@ MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model no
 
 @api.post(
     "/model",
-    response_model=ModelResponse,
+    response_model=ModelResult,
     responses=MODEL_ERRORS,
     dependencies=[Depends(cacheable)],  # a real model run: a class sending one text runs it once
 )

@@ -13,7 +13,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.core.limits import HARD_MAX_TOKENS, MAX_RANKED_PIECES, MAX_TEXT_CHARS, MAX_WORD_PIECES
-from app.features.stages.schemas import HeadResponse, QueryBreakdown, field_error
+from app.features.stages.schemas import field_error
 
 Index = Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)]
 
@@ -168,92 +168,3 @@ class ModelPageParams(BaseModel):
             ablate=self.ablate(),  # type: ignore[arg-type]
             compare_text=compare,
         )
-
-
-class ModelInfo(BaseModel):
-    name: str
-    layers: int
-    heads: int
-    d_head: int
-    d_model: int
-    source: str = Field(description="Where the weights came from.")
-
-
-class ModelHead(HeadResponse):
-    """One trained head: x is the hidden state entering the layer; q = x·W_Q + b_Q, …"""
-
-    layer: int
-    head: int
-    d_head: int
-    scale_factor: float
-    x: list[list[float]]
-    query: QueryBreakdown
-
-
-class HeadRoleModel(BaseModel):
-    """Clark et al.'s measures of one head on this sentence."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    previous: float = Field(description="Mean over queries i ≥ 1 of the weight on key i − 1.")
-    next: float = Field(description="Mean over queries i ≤ n − 2 of the weight on key i + 1.")
-    self_: float = Field(alias="self", description="Mean weight on the query itself.")
-    cls: float = Field(description="Mean weight on key 0, [CLS].")
-    sep: float = Field(description="Mean weight on key n − 1, [SEP].")
-    entropy: float = Field(description="Mean entropy of the rows, in nats.")
-    labels: list[str] = Field(
-        description="previous, next, self (mean > 0.5); cls, sep (> 0.6); broad "
-        "(entropy ≥ 0.8 · ln n)."
-    )
-
-
-class AttentionToModel(BaseModel):
-    """layers × heads: mean over queries of the total weight on these keys."""
-
-    cls: list[list[float]]
-    sep: list[list[float]]
-    punctuation: list[list[float]]
-
-
-class CompareModel(BaseModel):
-    tokens: list[str]
-    embedding: list[float]
-
-
-class HeadEffectModel(BaseModel):
-    layer: int
-    head: int
-    similarity: float = Field(description="The similarity with this head also switched off.")
-    change: float = Field(description="That similarity minus the similarity without it.")
-
-
-class ModelResponse(BaseModel):
-    model: ModelInfo
-    tokens: list[str] = Field(description="Word pieces, [CLS] first and [SEP] last.")
-    ids: list[int] = Field(description="Their ids in the model's vocabulary.")
-    special: list[bool] = Field(description="True for the special pieces [CLS] and [SEP].")
-    ablate: list[list[int]] = Field(description="The heads switched off, sorted.")
-    weights: list[list[list[list[float]]]] | None = Field(
-        None, description="layers × heads × n × n softmax weights (left out on request)."
-    )
-    embedding: list[float] = Field(
-        description="The sentence embedding: mean of the last hidden states, length 1."
-    )
-    unablated_cosine: float | None = Field(
-        None, description="With ablate: the cosine of embedding to the one with every head on."
-    )
-    entropy: list[list[float]] = Field(description="layers × heads: mean row entropy, nats.")
-    roles: list[list[HeadRoleModel]] = Field(description="layers × heads.")
-    attention_to: AttentionToModel
-    rollout: list[list[float]] = Field(
-        description="n × n: Â_L · … · Â_1, Â_l = 0.5 · mean over heads + 0.5 · I."
-    )
-    input_share: list[float] = Field(
-        description="The mean row of rollout: each word piece's estimated share in the embedding."
-    )
-    similarity: float | None = Field(None, description="With compare_text: the cosine.")
-    compare: CompareModel | None = Field(None, description="With compare_text.")
-    ranking: list[HeadEffectModel] | None = Field(
-        None, description="With rank_heads: the 72 heads, largest |change| first."
-    )
-    head: ModelHead | None = Field(None, description="Only when layer and head are given.")

@@ -4,14 +4,21 @@ second sentence's similarity and the heads it needs, and one head's stages on re
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
 from threading import Lock
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from app.core.errors import InputError
 from app.core.limits import MAX_RANKED_PIECES, MAX_WORD_PIECES
+from app.features.model.results import (
+    AttentionTo,
+    Compared,
+    HeadRole,
+    ModelHead,
+    ModelInfo,
+    ModelResult,
+)
 from app.features.model.schemas import ModelRequest
 from app.features.model.store import LoadedModel, Pieces, load_model, word_pieces
 from app.features.stages.results import StageFields, query_breakdown
@@ -45,71 +52,6 @@ def forward_cached(
         while len(_forward_cache) > FORWARD_CACHE_SIZE:
             _forward_cache.popitem(last=False)
     return stages
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    layers: int
-    heads: int
-    d_head: int
-    d_model: int
-    source: str
-
-
-# A TypedDict, not a dataclass: one of its keys is "self" (API.md), which cannot be a
-# dataclass field (its __init__ would take self twice).
-class HeadRole(TypedDict):
-    previous: float
-    next: float
-    self: float
-    cls: float
-    sep: float
-    entropy: float
-    labels: list[str]
-
-
-@dataclass(frozen=True)
-class AttentionTo:
-    """layers × heads: the mean over queries of the total weight on these keys."""
-
-    cls: np.ndarray
-    sep: np.ndarray
-    punctuation: np.ndarray
-
-
-@dataclass(frozen=True)
-class Compared:
-    tokens: list[str]
-    embedding: np.ndarray
-
-
-@dataclass(frozen=True)
-class ModelResult:
-    """One run of the model on a sentence, as POST /api/model answers it (see `json`)."""
-
-    model: ModelInfo
-    tokens: list[str]
-    ids: np.ndarray
-    special: list[bool]
-    ablate: list[tuple[int, int]]
-    weights: np.ndarray | None  # (layers, heads, n, n), None when not asked for
-    embedding: np.ndarray  # (d_model,)
-    unablated_cosine: float | None
-    entropy: np.ndarray  # (layers, heads)
-    roles: list[list[HeadRole]]
-    attention_to: AttentionTo
-    rollout: np.ndarray  # (n, n)
-    input_share: np.ndarray  # (n,)
-    similarity: float | None = None
-    compare: Compared | None = None
-    ranking: list[HeadEffect] | None = None
-    head: dict[str, Any] | None = None  # the stage fields of /api/attention, and more
-
-    def json(self) -> dict[str, Any]:
-        """The fields for JSON, those that do not apply (None) left out."""
-        values = ((f.name, getattr(self, f.name)) for f in fields(self))
-        return {name: value for name, value in values if value is not None}
 
 
 def _pieces(loaded: LoadedModel, text: str, field: str) -> Pieces:
@@ -224,16 +166,16 @@ def compute_model(
         layer = stages.layers[req.layer]
         head = layer.heads[req.head]
         stage = StageFields.of(head)
-        extra["head"] = {
-            "layer": req.layer,
-            "head": req.head,
-            "d_head": config.d_head,
-            "scale_factor": head.scale_factor,
-            "ablated": req.head in layer.ablated,
-            "x": layer.x,
+        extra["head"] = ModelHead(
             **stage.fields(),
-            "query": query_breakdown(pieces.tokens, stage, query),
-        }
+            layer=req.layer,
+            head=req.head,
+            d_head=config.d_head,
+            scale_factor=head.scale_factor,
+            ablated=req.head in layer.ablated,
+            x=layer.x,
+            query=query_breakdown(pieces.tokens, stage, query),
+        )
     means = rl.role_means(weights)
     return ModelResult(
         model=ModelInfo(

@@ -221,38 +221,3 @@ def check_mask(mask: MaskSpec, n: int) -> None:
                     f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
                     f"it must be {n} × {n}, one row and one column per token",
                 )
-
-
-NumberOrNull = float | None
-
-
-class QueryRow(BaseModel):
-    key_index: int
-    key_token: str
-    dot: float
-    scaled: float
-    visible: bool
-    weight: float
-    weighted_value: list[float]
-
-
-class QueryBreakdown(BaseModel):
-    index: int
-    token: str
-    rows: list[QueryRow]
-    output: list[float]
-
-
-class HeadResponse(BaseModel):
-    """The stage fields of one head."""
-
-    q: list[list[float]]
-    k: list[list[float]]
-    v: list[list[float]]
-    scores: list[list[float]]
-    scaled: list[list[float]]
-    allowed: list[list[bool]]
-    masked: list[list[NumberOrNull]] = Field(description="scaled + M; null where hidden (−∞).")
-    weights: list[list[float]]
-    output: list[list[float]]
-    empty_rows: list[int]

@@ -184,3 +184,32 @@ def test_integers_beyond_64_bits_still_go_out_as_floats(client: TestClient) -> N
     assert isinstance(body["score_bytes_model"], float)
     assert body["score_entries_per_head"] == n * n  # 10¹⁸ fits in 64 bits: an int
     assert isinstance(body["score_entries_per_head"], int)
+
+
+MODEL_FULL = {"text": "The cat sat.", "layer": 0, "head": 2, "compare_text": "A dog ran."}
+
+
+@pytest.mark.parametrize(
+    ("request_", "absent"),
+    [
+        ({"text": "The cat sat."}, {"head", "similarity", "compare", "ranking"}),
+        ({**MODEL_FULL, "ablate": [[0, 1]], "rank_heads": True, "include_weights": False}, set()),
+    ],
+)
+def test_model_answers_match_the_documented_schema(
+    client: TestClient, request_: dict, absent: set[str]
+) -> None:
+    """/api/model leaves out what does not apply: those fields are documented, not required."""
+    spec = openapi(client)
+    response = spec["paths"]["/api/model"]["post"]["responses"]["200"]
+    ref = response["content"]["application/json"]["schema"]["$ref"]
+    assert ref == "#/components/schemas/ModelResult"
+    body = client.post("/api/model", json=request_).json()
+    jsonschema.validate(body, {"$ref": ref, "components": spec["components"]})
+    documented = spec["components"]["schemas"]["ModelResult"]
+    assert set(body) | absent <= set(documented["properties"])
+    assert absent.isdisjoint(body)
+    assert set(documented["required"]) <= set(body)
+    if "head" in body:
+        assert body["head"]["layer"] == 0
+        assert len(body["head"]["weights"]) == len(body["tokens"])

@@ -12,7 +12,7 @@ from app.core.errors import BusyError, InputError, validation_errors
 from app.core.i18n import format_number, gettext
 from app.core.limits import MAX_SEQ_LEN
 from app.features.cost.measure import MeasurementCache
-from app.features.cost.schemas import CostQuery, CostResult
+from app.features.cost.schemas import CostQuery, CostResult, KvSeries
 from app.features.cost.service import compute_cost, preset_list
 from app.math.cost import QUANT_BLOCKS, binary_size
 from app.web.figures import Marker, Series, byte_ticks, log_log_lines
@@ -54,6 +54,34 @@ def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
     return Series(name, values, [binary_size(v).text for v in values], dash)
 
 
+def kv_label(series: KvSeries, result: CostResult) -> str:
+    """A compared configuration's legend, in the reader's language."""
+    if series.id == "mha":
+        return gettext("MHA (g = h = %(h)s)") % {"h": format_number(result.heads)}
+    if series.id == "mla":
+        return gettext("MLA (r + d_rope = %(w)s)") % {"w": format_number(series.latent_width)}
+    if series.id in ("gqa", "mqa"):
+        return f"{series.attention} (g = {format_number(series.kv_heads)})"
+    values = {
+        "kind": series.attention,
+        "g": format_number(series.kv_heads),
+        "w": format_number(series.window),
+        "s": format_number(series.sinks or 0),
+        "l": format_number(series.windowed_layers),
+        "layers": format_number(result.layers),
+    }
+    if result.window is None:  # the example window, beside a model without one
+        return gettext("%(kind)s (g = %(g)s), window %(w)s on every layer") % values
+    if series.sinks:
+        return (
+            gettext(
+                "%(kind)s (g = %(g)s), window %(w)s + %(s)s sinks on %(l)s of %(layers)s layers"
+            )
+            % values
+        )
+    return gettext("%(kind)s (g = %(g)s), window %(w)s on %(l)s of %(layers)s layers") % values
+
+
 def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
     """Score memory and KV cache against sequence length, with the chosen length and the
     GPU's capacity marked."""
@@ -74,8 +102,8 @@ def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
         ),
     ]
     kv_series = [
-        _sized(label, ys, "solid" if label == curves.kv_chosen else "dash")
-        for label, ys in curves.kv_cache_bytes.items()
+        _sized(kv_label(s, result), s.bytes, "solid" if s.id == curves.kv_chosen else "dash")
+        for s in curves.kv_cache_bytes
     ]
     return {
         "scores": _bytes_chart(

@@ -182,6 +182,20 @@ class ScalingRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KvSeries:
+    """The KV cache of one configuration compared, against sequence length."""
+
+    id: Annotated[str, Field(description="mha, gqa, mqa, mla or window.")]
+    attention: str  # MHA, GQA, MQA or MLA
+    kv_heads: int
+    window: int | None  # the sliding window of its windowed layers
+    sinks: int | None  # first tokens its windowed layers keep
+    windowed_layers: int
+    latent_width: int | None  # MLA: kv_lora_rank + rope_head_dim elements per token
+    bytes: list[WideInt]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Curves:
     """Every chart's series against sequence length, on a log grid."""
 
@@ -190,10 +204,9 @@ class Curves:
     row_stats_bytes_per_layer: list[WideInt]
     qkvo_bytes_per_layer: list[WideInt]
     kv_cache_bytes: Annotated[
-        dict[str, list[WideInt]],
-        Field(description="One series per configuration compared, by its label."),
+        list[KvSeries], Field(description="One series per configuration compared.")
     ]
-    kv_chosen: Annotated[str, Field(description="The label of the configuration asked about.")]
+    kv_chosen: Annotated[str, Field(description="The id of the configuration asked about.")]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ from app.features.cost.schemas import (
     CostResult,
     Curves,
     GpuFit,
+    KvSeries,
     PresetInfo,
     ScalingRow,
     Size,
@@ -141,34 +142,23 @@ def _grid(lo: int, hi: int, extra: list[int]) -> list[int]:
 
 
 def kv_series(config: AttentionConfig) -> list[tuple[str, AttentionConfig]]:
-    """MHA vs GQA vs MQA vs a sliding window (vs latent attention), around the chosen one."""
+    """MHA vs GQA vs MQA vs a sliding window (vs latent attention), around the chosen one,
+    each under a stable id (the page writes the labels)."""
     plain = AttentionConfig(config.layers, config.heads, config.kv_heads, config.head_dim)
-    series = [(f"MHA (g = h = {config.heads})", _with_kv(plain, config.heads))]
+    series = [("mha", _with_kv(plain, config.heads))]
     if config.kind == "MLA":
-        width = config.kv_lora_rank + config.rope_head_dim
-        series.append((f"MLA (r + d_rope = {width:,})", config))
-        return series
+        return [*series, ("mla", config)]
     if config.kind == "GQA":
-        series.append((f"GQA (g = {config.kv_heads})", plain))
+        series.append(("gqa", plain))
     if config.heads > 1:
-        series.append(("MQA (g = 1)", _with_kv(plain, 1)))
+        series.append(("mqa", _with_kv(plain, 1)))
     if config.window is not None:
-        sinks = f" + {config.sinks:,} sinks" if config.sinks else ""
-        label = (
-            f"{config.kind} (g = {config.kv_heads}), window {config.window:,}{sinks} on "
-            f"{config.windowed_layers} of {config.layers} layers"
-        )
-        series.append((label, config))
+        series.append(("window", config))
     else:
         windowed = AttentionConfig(
             config.layers, config.heads, config.kv_heads, config.head_dim, EXAMPLE_WINDOW
         )
-        series.append(
-            (
-                f"{config.kind} (g = {config.kv_heads}), window {EXAMPLE_WINDOW:,} on every layer",
-                windowed,
-            )
-        )
+        series.append(("window", windowed))
     return series
 
 
@@ -313,10 +303,20 @@ def curves(
         dense_score_bytes_per_layer=over(lambda m: config.score_bytes_per_layer(m, b, batch)),
         row_stats_bytes_per_layer=over(lambda m: config.row_stats_bytes_per_layer(m, batch)),
         qkvo_bytes_per_layer=over(lambda m: config.qkvo_bytes_per_layer(m, b, batch)),
-        kv_cache_bytes={
-            label: over(lambda m, c=c: c.kv_cache_bytes(m, kv_b, batch)) for label, c in kv
-        },
-        kv_chosen=next(label for label, c in kv if c == config),
+        kv_cache_bytes=[
+            KvSeries(
+                id=series_id,
+                attention=c.kind,
+                kv_heads=c.kv_heads,
+                window=c.window,
+                sinks=c.sinks if c.window is not None else None,
+                windowed_layers=c.windowed_layers,
+                latent_width=(c.kv_lora_rank + c.rope_head_dim) if c.kind == "MLA" else None,
+                bytes=over(lambda m, c=c: c.kv_cache_bytes(m, kv_b, batch)),
+            )
+            for series_id, c in kv
+        ],
+        kv_chosen=next(series_id for series_id, c in kv if c == config),
     )
 
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.features.cost import measure
-from app.features.cost.page import cost_figures, measure_figure
+from app.features.cost.page import cost_figures, kv_label, measure_figure
 from app.features.cost.presets import PRESETS_BY_ID
 from app.features.cost.schemas import CostQuery
 from app.features.cost.service import compute_cost
@@ -441,12 +441,14 @@ def test_markers_sit_at_the_chosen_length_and_the_gpu_capacity() -> None:
 def test_kv_chart_compares_mha_gqa_mqa_and_window() -> None:
     result = compute_cost(CostQuery(preset="llama-3-8b"))
     curves = result.curves
-    labels = list(curves.kv_cache_bytes)
+    assert [s.id for s in curves.kv_cache_bytes] == ["mha", "gqa", "mqa", "window"]
+    labels = [kv_label(s, result) for s in curves.kv_cache_bytes]
     assert labels[:3] == ["MHA (g = h = 32)", "GQA (g = 8)", "MQA (g = 1)"]
-    assert "window 4,096" in labels[3]
-    assert curves.kv_chosen == "GQA (g = 8)"
+    assert labels[3] == "GQA (g = 8), window 4,096 on every layer"
+    assert curves.kv_chosen == "gqa"
     # the chosen series is the result's own KV cache at its own length
-    at_n = curves.kv_cache_bytes[curves.kv_chosen][curves.seq_len.index(result.seq_len)]
+    chosen = next(s for s in curves.kv_cache_bytes if s.id == curves.kv_chosen)
+    at_n = chosen.bytes[curves.seq_len.index(result.seq_len)]
     assert at_n == result.kv_cache_bytes == 536_870_912  # 4096 · 32 · 2 · 8 · 128 · 2 B
 
 

@@ -1,7 +1,6 @@
 """One JSON line per request on stdout; 422s at info, unexpected errors at error with the id
 the user sees."""
 
-import asyncio
 import json
 from collections.abc import Callable
 
@@ -10,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.web.middleware.requestlog import INCOMING_ID, configure_logging
+from tests.aio import run_async
 from tests.web.test_security import failing_app
 
 
@@ -130,7 +130,7 @@ def test_a_client_that_leaves_mid_body_is_logged_at_info_as_499(
         sent.append(message)
 
     capsys.readouterr()
-    asyncio.run(app(scope, receive, send))
+    run_async(app(scope, receive, send))
     [line] = request_lines(capsys.readouterr().out)
     assert (line["level"], line["status"]) == ("info", 499)
     assert "exception" not in line

@@ -4,10 +4,9 @@ the timing panel, the figures and the /cost page."""
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx
 import plotly.graph_objects as go
@@ -25,6 +24,7 @@ from app.features.cost.service import compute_cost
 from app.main import create_app
 from app.math import cost
 from app.settings import Settings
+from tests.aio import run_async
 
 T = TypeVar("T")
 MiB = 2**20
@@ -470,13 +470,6 @@ def test_time_cap_skips_what_cannot_finish() -> None:
     result = measure.measure_scaling(256, time_cap_s=1e-9)
     assert [r["n"] for r in result["rows"]] == [16]
     assert result["skipped"] == [32, 64, 128, 256]
-
-
-def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run in a thread of its own: the browser tests' Playwright keeps a loop running
-    in the main thread when the whole suite runs in one process."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture

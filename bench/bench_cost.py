@@ -43,17 +43,17 @@ def per_call(fn: Callable[[], object], repeats: int) -> float:
 def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     m = measure_scaling(2048, 60.0)
-    base = m["rows"][0]
+    base = m.rows[0]
     print("\ndense attention, one head, d_head = 64 (fastest run per length)")
     print(f"{'n':>6} {'runs':>5} {'ms':>9} {'÷ n=128':>9} {'(n/128)²':>9} {'÷ c·n²':>7}")
-    for r in m["rows"]:
-        ratio = r["seconds"] / base["seconds"]
-        quadratic = (r["n"] / base["n"]) ** 2
+    for r in m.rows:
+        ratio = r.seconds / base.seconds
+        quadratic = (r.n / base.n) ** 2
         print(
-            f"{r['n']:>6} {r['runs']:>5} {r['seconds'] * 1e3:>9.2f} {ratio:>9.1f} "
-            f"{quadratic:>9.0f} {r['ratio']:>7.2f}"
+            f"{r.n:>6} {r.runs:>5} {r.seconds * 1e3:>9.2f} {ratio:>9.1f} "
+            f"{quadratic:>9.0f} {r.ratio:>7.2f}"
         )
-    print(f"c = {m['c_seconds'] * 1e9:.1f} ms per million n²; log–log slope {m['slope']:.2f}")
+    print(f"c = {m.c_seconds * 1e9:.1f} ms per million n²; log–log slope {m.slope:.2f}")
 
     client = TestClient(create_app(Settings()))
     print("\none answer, median ms (ratio to compute_cost alone)")

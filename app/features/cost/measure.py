@@ -14,7 +14,6 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -65,7 +64,42 @@ def fit_quadratic(ns: list[int], seconds: list[float]) -> tuple[float, float | N
     return c, slope
 
 
-def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Machine:
+    cpu: str
+    cpus: int | None
+    python: str
+    numpy: str
+
+
+@dataclass(frozen=True)
+class MeasuredLength:
+    """One length's fastest run, against the fitted c·n²."""
+
+    n: int
+    seconds: float
+    runs: int
+    fitted_seconds: float
+    ratio: float  # seconds / fitted_seconds
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """GET /api/cost/measure: dense attention timed on this server, fitted to c·n²."""
+
+    d_head: int
+    min_runs: int
+    rows: list[MeasuredLength]
+    skipped: list[int]  # lengths left out to stay within the time cap
+    c_seconds: float
+    slope: float | None  # log–log slope of time against n (2 for a quadratic cost)
+    time_cap_seconds: float
+    total_seconds: float
+    machine: Machine
+    measured_at: str
+
+
+def measure_scaling(max_n: int, time_cap_s: float) -> Measurement:
     """Time each length in turn (the shortest always); skip the rest once the cap would be
     passed.
 
@@ -73,39 +107,32 @@ def measure_scaling(max_n: int, time_cap_s: float) -> dict[str, Any]:
     so a run stops before it starts a length it cannot finish inside the cap.
     """
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
+    timed: list[tuple[int, float, int]] = []  # n, seconds, runs
     skipped: list[int] = []
     for n in measure_sizes(max_n):
         elapsed = time.perf_counter() - started
-        one_run = rows[-1]["seconds"] * (n / rows[-1]["n"]) ** 2 if rows else 0.0
+        one_run = timed[-1][1] * (n / timed[-1][0]) ** 2 if timed else 0.0
         predicted = max(one_run * (MIN_RUNS + 1), min(RUN_BUDGET_S, one_run * MAX_RUNS))
-        if rows and (skipped or elapsed + predicted > time_cap_s):
+        if timed and (skipped or elapsed + predicted > time_cap_s):
             skipped.append(n)
             continue
         seconds, runs = time_dense_attention(n)
-        rows.append({"n": n, "seconds": seconds, "runs": runs})
-    ns = [r["n"] for r in rows]
-    c, slope = fit_quadratic(ns, [r["seconds"] for r in rows])
-    for r in rows:
-        r["fitted_seconds"] = c * r["n"] ** 2
-        r["ratio"] = r["seconds"] / r["fitted_seconds"]
-    return {
-        "d_head": D_HEAD,
-        "min_runs": MIN_RUNS,
-        "rows": rows,
-        "skipped": skipped,
-        "c_seconds": c,
-        "slope": slope,
-        "time_cap_seconds": time_cap_s,
-        "total_seconds": time.perf_counter() - started,
-        "machine": {
-            "cpu": platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        },
-        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-    }
+        timed.append((n, seconds, runs))
+    c, slope = fit_quadratic([n for n, _, _ in timed], [s for _, s, _ in timed])
+    return Measurement(
+        d_head=D_HEAD,
+        min_runs=MIN_RUNS,
+        rows=[MeasuredLength(n, s, runs, c * n**2, s / (c * n**2)) for n, s, runs in timed],
+        skipped=skipped,
+        c_seconds=c,
+        slope=slope,
+        time_cap_seconds=time_cap_s,
+        total_seconds=time.perf_counter() - started,
+        machine=Machine(
+            platform.machine(), os.cpu_count(), platform.python_version(), np.__version__
+        ),
+        measured_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+    )
 
 
 @dataclass
@@ -121,17 +148,17 @@ class MeasurementCache:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()  # held only to start a run, never while it runs
-        self._run: Future[dict[str, Any]] | None = None
+        self._run: Future[Measurement] | None = None
 
     @property
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> Measurement | None:
         """The finished measurement, or None when none has finished yet."""
         run = self._run
         if run is None or not run.done() or run.exception() is not None:
             return None
         return run.result()
 
-    def _started(self) -> Future[dict[str, Any]]:
+    def _started(self) -> Future[Measurement]:
         with self._lock:
             run = self._run
             if run is None or (run.done() and run.exception() is not None):
@@ -140,13 +167,13 @@ class MeasurementCache:
                 threading.Thread(target=self._measure, args=(run,), daemon=True).start()
             return run
 
-    def _measure(self, run: Future[dict[str, Any]]) -> None:
+    def _measure(self, run: Future[Measurement]) -> None:
         try:
             run.set_result(measure_scaling(self.max_n, self.time_cap_s))
         except Exception as exc:  # handed to every waiter
             run.set_exception(exc)
 
-    async def get(self) -> dict[str, Any]:
+    async def get(self) -> Measurement:
         """The measurement, started if need be; BusyError after wait_s of waiting."""
         try:
             return await asyncio.wait_for(asyncio.wrap_future(self._started()), self.wait_s)

@@ -9,12 +9,12 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.core.errors import BusyError, InputError, validation_errors
-from app.core.i18n import format_number, gettext
+from app.core.i18n import N_, format_number, gettext
 from app.core.limits import MAX_SEQ_LEN
-from app.features.cost.measure import MeasurementCache
+from app.features.cost.measure import Measurement, MeasurementCache
 from app.features.cost.schemas import CostQuery, CostResult, KvSeries
 from app.features.cost.service import compute_cost, preset_list
-from app.math.cost import QUANT_BLOCKS, binary_size
+from app.math.cost import DTYPE_BITS, QUANT_BLOCKS, binary_size
 from app.web.figures import Marker, Series, byte_ticks, log_log_lines
 
 
@@ -52,6 +52,24 @@ def _bytes_chart(
 
 def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
     return Series(name, values, [binary_size(v).text for v in values], dash)
+
+
+# The form's element types are those the cost formulas know (DTYPE_BITS); these are their names.
+DTYPE_LABELS = {
+    "fp32": N_("fp32, 4 bytes"),
+    "fp16": N_("fp16, 2 bytes"),
+    "bf16": N_("bf16, 2 bytes"),
+    "fp8": N_("fp8, 1 byte"),
+    "int4": N_("int4, half a byte"),
+}
+
+
+def form_limits() -> dict[str, Any]:
+    """What the form's fields accept, from the limits and the formulas (never typed twice)."""
+    return {
+        "max_seq_len": MAX_SEQ_LEN,
+        "dtypes": [(name, gettext(DTYPE_LABELS[name])) for name in DTYPE_BITS],
+    }
 
 
 def kv_label(series: KvSeries, result: CostResult) -> str:
@@ -133,12 +151,12 @@ def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
     }
 
 
-def measure_figure(measurement: dict[str, Any]) -> dict[str, Any]:
+def measure_figure(measurement: Measurement) -> dict[str, Any]:
     """Measured seconds per length against the fitted c·n²."""
-    rows = measurement["rows"]
-    ns = [r["n"] for r in rows]
-    ms = [r["seconds"] * 1000 for r in rows]
-    fitted = [r["fitted_seconds"] * 1000 for r in rows]
+    rows = measurement.rows
+    ns = [r.n for r in rows]
+    ms = [r.seconds * 1000 for r in rows]
+    fitted = [r.fitted_seconds * 1000 for r in rows]
     return log_log_lines(
         ns,
         [
@@ -229,7 +247,7 @@ async def cost_measurement(
 
 
 def cost_page_context(
-    params: dict[str, str], measurement: dict[str, Any] | None, measure_busy: str | None
+    params: dict[str, str], measurement: Measurement | None, measure_busy: str | None
 ) -> tuple[dict[str, Any], int]:
     """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
 
@@ -237,6 +255,7 @@ def cost_page_context(
     """
     context: dict[str, Any] = {
         "presets": preset_list(),
+        "limits": form_limits(),
         "errors": [],
         "result": None,
         "kv_dtypes": KV_DTYPES,

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.features.cost.measure import MeasurementCache
+from app.features.cost.measure import Measurement, MeasurementCache
 from app.features.cost.page import cost_measurement, cost_page_context
 from app.features.cost.schemas import CostQuery, CostResult, PresetList
 from app.features.cost.service import compute_cost, preset_list
@@ -38,7 +38,7 @@ def cost_models() -> JSONResponse:
     return JSONResponse(PresetList(models=preset_list()))
 
 
-@api.get("/cost/measure", responses={503: {"model": ErrorResponse}})
+@api.get("/cost/measure", response_model=Measurement, responses={503: {"model": ErrorResponse}})
 async def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
     """Dense attention timed on this server for a few lengths, fitted to c·n² (run once).
     Async: a caller waiting for the run holds no thread."""

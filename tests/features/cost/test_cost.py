@@ -468,8 +468,8 @@ def test_fit_of_an_exact_quadratic() -> None:
 
 def test_time_cap_skips_what_cannot_finish() -> None:
     result = measure.measure_scaling(256, time_cap_s=1e-9)
-    assert [r["n"] for r in result["rows"]] == [16]
-    assert result["skipped"] == [32, 64, 128, 256]
+    assert [r.n for r in result.rows] == [16]
+    assert result.skipped == [32, 64, 128, 256]
 
 
 @pytest.fixture
@@ -588,7 +588,9 @@ def test_measure_endpoint_times_dense_attention(small_client: TestClient) -> Non
     assert all(r["seconds"] > 0 for r in body["rows"])
     assert body["c_seconds"] > 0
     assert small_client.get("/api/cost/measure").json() == body  # the cached run
-    go.Figure(measure_figure(body))
+    measured = small_client.app.state.measurements.result
+    assert [r.n for r in measured.rows] == [r["n"] for r in body["rows"]]
+    go.Figure(measure_figure(measured))
 
 
 # ---------------------------------------------------------------- the page

@@ -54,6 +54,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     application.state.settings = settings  # read by the get_settings dependency
+    # Starlette's own slash redirect writes the Host header into Location: handlers.slash_twin
+    # answers the 404 with a relative one instead.
+    application.router.redirect_slashes = False
     cache = ResponseCache(
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )

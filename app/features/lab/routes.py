@@ -16,6 +16,7 @@ from app.features.lab.page import LabPage, lab_context, lab_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.lab.service import compute_attention
 from app.features.lab.state import LabParams
+from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
@@ -68,7 +69,8 @@ def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
         context = {**lab_context(page), "with_editor": fragment != "results"}
         return templates.TemplateResponse(request, "lab/_fragment.html", context)
     if page.action and page.ok:
-        return RedirectResponse(f"/?{page.query}", status_code=303)
+        target = Classroom.from_request(request).location(f"/?{page.query}")
+        return RedirectResponse(target, status_code=303)
     status = 200 if page.ok else 422
     return templates.TemplateResponse(
         request, "lab/lab.html", lab_context(page), status_code=status

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         description="Requests in progress per worker; more get 503 with Retry-After "
         "(/healthz and /readyz excepted).",
     )
+    answer_budget_bytes: int = Field(
+        16_000_000,
+        ge=10_000,
+        description="Largest answer one request may ask for (JSON or CSV, estimated from its "
+        "shape before computing); a larger one gets 422 naming the fields to shrink.",
+    )
     response_cache_bytes: int = Field(
         32 * 2**20,
         ge=0,

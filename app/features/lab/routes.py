@@ -10,11 +10,12 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.core.budget import check_answer
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.download import stages_csv
 from app.features.lab.page import LabPage, lab_context, lab_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
-from app.features.lab.service import compute_attention
+from app.features.lab.service import BUDGET_FIELDS, compute_attention
 from app.features.lab.state import LabParams
 from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
@@ -84,9 +85,12 @@ def lab_json(page: LabDep) -> JSONResponse:
 
 
 @pages.get("/lab.csv")
-def lab_csv(page: LabDep) -> Response:
+def lab_csv(page: LabDep, settings: SettingsDep) -> Response:
     """Every stage of the lab's state, one number per line."""
     if not page.ok:
         return problems_json(page)
+    result = page.result
+    size = AttentionResult.csv_bytes(len(result.tokens), result.d_model, result.d_k, result.d_v)
+    check_answer(size, settings.answer_budget_bytes, BUDGET_FIELDS, source="query")
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)

@@ -74,7 +74,10 @@ class Classroom:
     def from_request(cls, request: Request) -> "Classroom":
         return cls(
             path=request.url.path,
-            state=tuple(request.query_params.multi_items()),
+            # the parameters the page declares (app/web/deps.page_query), so that no other
+            # parameter of the address is copied into every link; a page without declared
+            # parameters keeps its query as it came
+            state=getattr(request.state, "page_state", tuple(request.query_params.multi_items())),
             classroom=tuple(request.scope.get(SCOPE_KEY, ())),
             lang=current_locale(),
         )

@@ -50,7 +50,9 @@ def page_query(declared: type[BaseModel], *more: str) -> Any:
     names = frozenset(declared.model_fields) | frozenset(more)
 
     async def read(request: Request) -> PageQuery:
-        return PageQuery(tuple((k, v) for k, v in request.query_params.multi_items() if k in names))
+        pairs = tuple((k, v) for k, v in request.query_params.multi_items() if k in names)
+        request.state.page_state = pairs  # what the page's links carry (web/classroom.py)
+        return PageQuery(pairs)
 
     read.declared_names = names  # type: ignore[attr-defined]
     return Depends(read)

@@ -127,6 +127,15 @@ def test_embed_page_refuses_another_site(client) -> None:
     assert page.status_code == 200
     assert "is not a page of this site" in page.text
     assert "<iframe" not in page.text
+    long = client.get("/embed", params={"src": "z" * 50_000}).text
+    assert "“" + "z" * 80 + "”" in long  # the mistake named, not repeated in full
+    assert "z" * 81 + "”" not in long
+
+
+def test_links_carry_the_declared_state_only(client) -> None:
+    page = client.get("/cost", params={"seq_len": "4096", "junk": "j" * 50_000, "present": "1"})
+    assert "jjj" not in page.text
+    assert 'href="/cost?seq_len=4096" data-exact data-present-toggle' in page.text
 
 
 def test_lessons_page_links_every_builtin_lesson_with_its_state(client) -> None:

@@ -69,6 +69,7 @@ class Classroom:
     state: tuple[tuple[str, str], ...]  # the page's own parameters (its form fields)
     classroom: tuple[tuple[str, str], ...]  # the classroom parameters of the URL
     lang: str  # the locale the page is rendered in
+    page_cuts: tuple[tuple[str, int], ...] = ()  # the page's own parameters it cut
 
     @classmethod
     def from_request(cls, request: Request) -> "Classroom":
@@ -80,6 +81,7 @@ class Classroom:
             state=getattr(request.state, "page_state", tuple(request.query_params.multi_items())),
             classroom=tuple(request.scope.get(SCOPE_KEY, ())),
             lang=current_locale(),
+            page_cuts=tuple(getattr(request.state, "page_cuts", ())),
         )
 
     @property
@@ -127,15 +129,17 @@ class Classroom:
         ]
 
     @property
-    def lesson_cut(self) -> list[tuple[str, int]]:
-        """The teacher's lesson fields that were longer than their limit: (name, limit)."""
-        if self.lesson is None or self.lesson.builtin:
-            return []
-        return [
-            (name, limit)
-            for name, limit in LESSON_LIMITS
-            if len((_get(self.classroom, name) or "").strip()) > limit
-        ]
+    def cut(self) -> list[tuple[str, int]]:
+        """The parameters longer than their limit, which the page uses cut: (name, limit).
+        The page's own text fields (app/web/deps.page_query), then the teacher's lesson."""
+        lesson = []
+        if self.lesson is not None and not self.lesson.builtin:
+            lesson = [
+                (name, limit)
+                for name, limit in LESSON_LIMITS
+                if len((_get(self.classroom, name) or "").strip()) > limit
+            ]
+        return [*self.page_cuts, *lesson]
 
     def link(self, target: str) -> str:
         """A local link that keeps the view (language, presenter mode, embed): every `href`

@@ -270,10 +270,22 @@ def test_pages_say_when_a_lesson_was_cut_and_carry_only_its_limits(make_client) 
     assert "x" * (MAX_LESSON_TEXT_CHARS + 1) not in page.text
     assert "t" * (MAX_LESSON_TITLE_CHARS + 1) not in page.text
     assert len(page.content) < 80_000  # the page without a lesson is ~10 KB
-    assert "lesson_text: longer than 1,500 characters" in page.text
+    assert "lesson_text: longer than 1,500 characters; this page uses" in page.text
     assert "lesson_title: longer than 120 characters" in page.text
     carry = dict(parse_qsl(unescape(re.search(r'data-carry="([^"]*)"', page.text).group(1))))
     assert len(carry["lesson_text"]) == MAX_LESSON_TEXT_CHARS
+
+
+@pytest.mark.parametrize(
+    ("path", "name"), [("/model", "text"), ("/model", "compare"), ("/heads", "text")]
+)
+def test_a_60_kb_text_is_cut_to_its_field_and_the_page_says_so(make_client, path, name) -> None:
+    client = make_client(max_query_bytes=65_000)
+    page = client.get(path, params={name: "word " * 12_288, "present": "1"})  # 61,440 chars
+    limit = 1000 if path == "/model" else 2000
+    assert f"{name}: longer than {limit:,} characters; this page uses and carries" in page.text
+    assert "word " * (limit // 5 + 1) not in page.text
+    assert page.text.count("word " * (limit // 5 - 1)) <= 6  # the form and the view's links
 
 
 def test_an_unknown_lesson_is_named_cut_and_not_carried(client) -> None:

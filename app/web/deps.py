@@ -50,20 +50,25 @@ def max_length(field: FieldInfo) -> int | None:
 
 def page_query(declared: type[BaseModel], *more: str) -> Any:
     """A dependency reading the query parameters named by `declared`'s fields (and `more`).
-    A text longer than its field's `max_length` is cut to it, and the page says so.
+    A text longer than its field's `max_length` (or than `declared.text_limits(settings)`
+    says, for limits that follow the settings) is cut to it, and the page says so.
 
     The names are kept on the dependency (`declared_names`), so the code and the tests know
     what each page reads from its URL. Async, as it does no I/O: an async page that then
     awaits (the /cost measurement) holds no worker thread while it waits."""
     names = frozenset(declared.model_fields) | frozenset(more)
     longest = {name: n for name, f in declared.model_fields.items() if (n := max_length(f))}
+    server_limits = getattr(declared, "text_limits", None)  # limits that follow the settings
 
     async def read(request: Request) -> PageQuery:
+        limits = longest
+        if server_limits is not None:
+            limits = {**longest, **server_limits(request.app.state.settings)}
         pairs, cuts = [], []
         for name, value in request.query_params.multi_items():
             if name not in names:
                 continue
-            limit = longest.get(name)
+            limit = limits.get(name)
             if limit is not None and len(value) > limit:
                 value = value[:limit]
                 cuts.append((name, limit))

@@ -277,12 +277,21 @@ def test_pages_say_when_a_lesson_was_cut_and_carry_only_its_limits(make_client) 
 
 
 @pytest.mark.parametrize(
-    ("path", "name"), [("/model", "text"), ("/model", "compare"), ("/heads", "text")]
+    ("path", "name", "limit"),
+    [
+        ("/model", "text", 1000),
+        ("/model", "compare", 1000),
+        ("/heads", "text", 2000),
+        ("/", "tokens", 256 * 41),  # max_tokens labels of at most 40 characters, spaced
+        ("/walkthrough", "tokens", 256 * 41),
+        ("/kernel", "tokens", 256 * 41),
+    ],
 )
-def test_a_60_kb_text_is_cut_to_its_field_and_the_page_says_so(make_client, path, name) -> None:
+def test_a_60_kb_text_is_cut_to_its_field_and_the_page_says_so(
+    make_client, path: str, name: str, limit: int
+) -> None:
     client = make_client(max_query_bytes=65_000)
     page = client.get(path, params={name: "word " * 12_288, "present": "1"})  # 61,440 chars
-    limit = 1000 if path == "/model" else 2000
     assert f"{name}: longer than {limit:,} characters; this page uses and carries" in page.text
     assert "word " * (limit // 5 + 1) not in page.text
     assert page.text.count("word " * (limit // 5 - 1)) <= 6  # the form and the view's links

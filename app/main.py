@@ -71,8 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(ModelUnavailableError, handlers.model_unavailable_handler)
     application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
-    # lesson: lifted off the query and carried through links, inside the cache so that its
-    # key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
+    # lesson: lifted off the query for the templates to carry on, inside the cache so that
+    # its key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
     # gzip at fast levels; large answers in a worker thread and kept compressed; plotly.js
     # arrives already gzipped: the stage matrices are full-precision floats that slower
     # levels shrink only a little more, at several times the time),

@@ -42,7 +42,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     HOST=0.0.0.0 \
     PORT=8000
 # WORKERS is left to the app: one uvicorn worker per core the container may use (its CPU
-# limit included); `-e WORKERS=N` sets it.
+# limit included); `-e WORKERS=N` sets it. `-e PUBLIC_URL=https://lab.example.org` is the
+# address students reach, for the embed code and the examples the pages show (unset, they
+# use the address the browser shows; never the request's Host header).
 RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin lab
 COPY --from=builder /opt/venv /opt/venv
 WORKDIR /srv/attention-lab

@@ -54,6 +54,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     application.state.settings = settings  # read by the get_settings dependency
+    # Starlette's own slash redirect writes the Host header into Location: handlers.slash_twin
+    # answers the 404 with a relative one instead.
+    application.router.redirect_slashes = False
     cache = ResponseCache(
         settings.response_cache_bytes, max_entry_bytes=settings.response_cache_bytes // 64
     )
@@ -68,8 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(ModelUnavailableError, handlers.model_unavailable_handler)
     application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
-    # lesson: lifted off the query and carried through links, inside the cache so that its
-    # key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
+    # lesson: lifted off the query for the templates to carry on, inside the cache so that
+    # its key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
     # gzip at fast levels; large answers in a worker thread and kept compressed; plotly.js
     # arrives already gzipped: the stage matrices are full-precision floats that slower
     # levels shrink only a little more, at several times the time),

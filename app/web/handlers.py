@@ -1,11 +1,14 @@
-"""The one place that turns typed errors into answers: 422 with FastAPI's usual body, 503, and
-HTTP errors. Every input problem leaves as a 422 whose `msg` starts with the field it is about."""
+"""The one place that turns typed errors into answers: 422 with FastAPI's usual body, 503,
+HTTP errors, and the trailing-slash redirect. Every input problem leaves as a 422 whose `msg`
+starts with the field it is about."""
 
 from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from app.core.errors import (
     UNREADABLE_BODY,
@@ -14,6 +17,7 @@ from app.core.errors import (
     ModelUnavailableError,
     validation_errors,
 )
+from app.web.classroom import SCOPE_KEY, url
 from app.web.json_io import JSONResponse
 
 
@@ -41,7 +45,32 @@ async def model_unavailable_handler(request: Request, exc: ModelUnavailableError
     return JSONResponse({"detail": exc.msg}, status_code=503)
 
 
+def slash_twin(request: Request) -> str | None:
+    """For a path no route serves, the same path with its trailing slash added or dropped
+    when a route serves that, as a relative URL (query kept, classroom parameters
+    included): `/docs/` → `/docs`. Relative, so the Host header never chooses where a
+    redirect goes; never `//…`, which a browser would read as another host."""
+    path = request.scope["path"]
+    if path == "/":
+        return None
+    twin = path.rstrip("/") if path.endswith("/") else path + "/"
+    if not twin or twin.startswith("//") or "\\" in twin:
+        return None
+    routes = request.app.router.routes
+
+    def served(path: str) -> bool:
+        scope = {**request.scope, "path": path}
+        return any(route.matches(scope)[0] is not Match.NONE for route in routes)
+
+    if served(path) or not served(twin):  # a route's own 404 (a missing static file) stays
+        return None
+    query = [*request.query_params.multi_items(), *request.scope.get(SCOPE_KEY, ())]
+    return url(twin, query)
+
+
 async def http_error_handler(request: Request, exc: HTTPException) -> Any:
+    if exc.status_code == 404 and (twin := slash_twin(request)):
+        return RedirectResponse(twin, status_code=307)
     if exc.status_code == 400:
         # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): input a student
         # can fix, so it answers like every other input problem.

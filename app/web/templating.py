@@ -11,11 +11,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
+from jinja2.runtime import Context
 from markupsafe import Markup
 
 from app import TEMPLATES_DIR
-from app.core import i18n
+from app.core import i18n, limits
 from app.web.assets import PLOTLY_URL, content_hash
 from app.web.classroom import classroom_context, hidden, url
 from app.web.figures import fmt
@@ -55,6 +56,16 @@ def static_url(path: str) -> str:
     return f"/static/{path}?v={content_hash(path)}"
 
 
+@pass_context
+def address(context: Context, path: str) -> str:
+    """A local path as an address to copy elsewhere: PUBLIC_URL + path when the setting is
+    made, else the path itself, which static/js/classroom.js completes with the address the
+    browser shows (on the element marked `data-fill-origin="{{ path }}"`). Never the Host
+    header: a request cannot choose where a teacher's embed code points."""
+    public_url = context["request"].app.state.settings.public_url
+    return public_url.rstrip("/") + path if public_url else path
+
+
 def json_data(value: Any) -> Markup:
     """JSON for a <script type="application/json"> data block, safe against </script>."""
     text = dumps(value).decode()
@@ -84,6 +95,8 @@ environment.globals.update(
     locales=i18n.LOCALES,
     url=url,
     hidden=hidden,
+    limits=limits,
+    address=address,
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])
 

@@ -32,6 +32,23 @@
     };
   }
 
+  // An address to copy elsewhere (embed code, lesson link, curl example) is rendered as a path
+  // unless the server has a PUBLIC_URL: it is completed here with the address the browser
+  // shows, never with anything a request could claim (the Host header).
+  function fillOrigin(root) {
+    root.querySelectorAll("[data-fill-origin]").forEach(function (el) {
+      const path = el.getAttribute("data-fill-origin");  // as it is written in the element
+      el.removeAttribute("data-fill-origin");
+      if (path.charAt(0) !== "/" || path.charAt(1) === "/") return;  // PUBLIC_URL made it whole
+      const full = window.location.origin + path;
+      if ("value" in el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA")) {
+        el.value = el.value.replace(path, full);
+      } else {
+        el.textContent = el.textContent.replace(path, full);
+      }
+    });
+  }
+
   // A form field with focus owns the keyboard: p, c and the arrows are the field's keys then.
   function typing(event) {
     const el = document.activeElement && document.activeElement !== document.body
@@ -61,6 +78,10 @@
   });
 
   document.addEventListener("DOMContentLoaded", function () {
+    fillOrigin(document);
+    // live updates swap in server-rendered parts: complete their addresses too
+    new MutationObserver(function () { fillOrigin(document); })
+      .observe(document.body, { childList: true, subtree: true });
     const button = document.querySelector("[data-controls-toggle]");
     // Only where presenter mode tucked something away (the same selector as app.css).
     if (button && document.querySelector("main form:not([data-keep]), main .controls")) {

@@ -31,6 +31,8 @@ def test_a_click_in_the_grid_opens_that_heads_stages(page: Page) -> None:
     plot_area.click(position={"x": x * box["width"], "y": y * box["height"]})
     page.wait_for_url("**/model?*layer=2*head=5*")
     expect(page.locator("#head-title")).to_have_text("Layer 2, head 5, stage by stage")
+    origin = page.evaluate("window.location.origin")  # the server gave a path, the page its address
+    expect(page.locator("pre code")).to_contain_text(f"curl -s -X POST {origin}/api/model -H")
     expect(page.locator('[data-figure="fig-weights"] .main-svg').first).to_be_visible(timeout=DRAWN)
 
     api = page.request.post("/api/model", data={"text": SENTENCE, "layer": 2, "head": 5})

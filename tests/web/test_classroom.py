@@ -1,12 +1,17 @@
 """Classroom parameters on every page: presenter mode, embed, lessons, kept in links and forms."""
 
 import re
+from html import unescape
+from html.parser import HTMLParser
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from fastapi import Request
 
-from app.core.lessons import LESSONS, MAX_TITLE, custom_lesson, lesson_by_slug
-from app.web.classroom import CLASSROOM_PARAMS, carry_through, embed_src, with_params
+from app.core.lessons import LESSONS, custom_lesson, lesson_by_slug
+from app.core.limits import MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
+from app.web.classroom import CLASSROOM_PARAMS, embed_src, with_params
+from tests.routes import PAGES
 
 
 def body_class(html: str) -> str:
@@ -78,11 +83,43 @@ def test_embed_src_frames_only_this_site(src, expected) -> None:
     assert embed_src(src) == expected
 
 
+HOSTILE = {"host": "evil.example", "x-forwarded-host": "evil.example"}
+
+
 def test_embed_page_gives_an_iframe_snippet_and_a_preview(client) -> None:
-    html = client.get("/embed", params={"src": "/?present=1"}).text
-    # the textarea shows `<iframe src="http://testserver/?present=1&amp;embed=1" …>`
-    assert "&lt;iframe src=&#34;http://testserver/?present=1&amp;amp;embed=1&#34;" in html
+    html = client.get("/embed", params={"src": "/?present=1"}, headers=HOSTILE).text
+    # the textarea shows `<iframe src="/?present=1&amp;embed=1" …>`, completed in the browser
+    assert "&lt;iframe src=&#34;/?present=1&amp;amp;embed=1&#34;" in html
+    assert 'data-fill-origin="/?present=1&amp;amp;embed=1"' in html  # as the code writes it
     assert '<iframe class="embed-preview" src="/?present=1&amp;embed=1"' in html
+    assert "evil.example" not in html
+
+
+def test_copied_addresses_start_with_public_url_never_with_host(make_client) -> None:
+    client = make_client(public_url="https://lab.example.org/")
+    embed = client.get("/embed", params={"src": "/heads"}, headers=HOSTILE).text
+    assert "&lt;iframe src=&#34;https://lab.example.org/heads?embed=1&#34;" in embed
+    lesson = client.get("/", params={"lesson_title": "T"}, headers=HOSTILE).text
+    assert 'value="https://lab.example.org/?lesson_title=T"' in lesson
+    model = client.get("/model", headers=HOSTILE).text
+    assert "curl -s -X POST https://lab.example.org/api/model -H" in model
+    for html in (embed, lesson, model):
+        assert "evil.example" not in html
+        assert "127.0.0.1" not in html
+
+
+def test_without_public_url_the_curl_example_is_a_path_the_page_completes(client) -> None:
+    model = client.get("/model", headers=HOSTILE).text
+    assert '<code data-fill-origin="/api/model">curl -s -X POST /api/model -H' in model
+    assert "evil.example" not in model
+
+
+def test_the_trailing_slash_redirect_is_relative_whatever_the_host(client) -> None:
+    answer = client.get("/docs/?lang=es", headers=HOSTILE, follow_redirects=False)
+    assert answer.status_code == 307
+    assert answer.headers["location"] == "/docs?lang=es"
+    missing = client.get("/static/no-such-file.css", follow_redirects=False)
+    assert missing.status_code == 404  # a route's own 404 is not redirected
 
 
 def test_embed_page_refuses_another_site(client) -> None:
@@ -90,6 +127,15 @@ def test_embed_page_refuses_another_site(client) -> None:
     assert page.status_code == 200
     assert "is not a page of this site" in page.text
     assert "<iframe" not in page.text
+    long = client.get("/embed", params={"src": "z" * 50_000}).text
+    assert "“" + "z" * 80 + "”" in long  # the mistake named, not repeated in full
+    assert "z" * 81 + "”" not in long
+
+
+def test_links_carry_the_declared_state_only(client) -> None:
+    page = client.get("/cost", params={"seq_len": "4096", "junk": "j" * 50_000, "present": "1"})
+    assert "jjj" not in page.text
+    assert 'href="/cost?seq_len=4096" data-exact data-present-toggle' in page.text
 
 
 def test_lessons_page_links_every_builtin_lesson_with_its_state(client) -> None:
@@ -118,7 +164,7 @@ def test_teacher_lesson_travels_in_the_url_and_is_escaped(client) -> None:
     assert "Look &lt;here&gt;" in html
     assert "Row 2 &amp; row 3" in html
     share = re.search(r'readonly value="([^"]*)" data-select-on-focus', html).group(1)
-    assert share.startswith("http://testserver/?")
+    assert share.startswith("/?")  # completed with the browser's address by classroom.js
     assert "lesson_title=Look+%3Chere%3E" in share
 
 
@@ -133,7 +179,7 @@ def test_forms_keep_the_view_and_the_lesson(client) -> None:
 def test_custom_lesson_is_cut_not_refused() -> None:
     lesson = custom_lesson("t" * 500, None)
     assert lesson is not None
-    assert len(lesson.heading) == MAX_TITLE
+    assert len(lesson.heading) == MAX_LESSON_TITLE_CHARS
     assert custom_lesson("  ", "") is None
     assert lesson_by_slug("no-such-lesson") is None
 
@@ -161,38 +207,102 @@ def test_with_params_adds_only_what_a_link_does_not_set(target, expected) -> Non
     assert with_params(target, [("lang", "es"), ("present", "1")]) == expected
 
 
+class LinksAndForms(HTMLParser):
+    """Every <a href> of a page and every GET form with the hidden inputs it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[dict[str, str | None]] = []
+        self.forms: list[tuple[dict[str, str | None], list[tuple[str, str]]]] = []
+        self.form: tuple[dict[str, str | None], list[tuple[str, str]]] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "a" and attributes.get("href"):
+            self.links.append(attributes)
+        elif tag == "form" and (attributes.get("method") or "get").lower() == "get":
+            self.form = (attributes, [])
+            self.forms.append(self.form)
+        elif tag == "input" and self.form and attributes.get("type") == "hidden":
+            self.form[1].append((attributes["name"] or "", attributes.get("value") or ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self.form = None
+
+
+def local(target: str) -> bool:
+    parts = urlsplit(target)
+    return not parts.scheme and not parts.netloc and target.startswith("/")
+
+
 VIEW = [("lang", "es"), ("present", "1")]
-LESSON = [("lesson", "padding")]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_builds_its_links_and_forms_with_the_view(client, path: str) -> None:
+    """No rewriting of the answer: each template carries the view itself (classroom.link and
+    classroom.fields), the lesson only in a form that stays on the page."""
+    page = client.get(path, params=[*VIEW, ("lesson", "padding")])
+    assert page.status_code == 200
+    parsed = LinksAndForms()
+    parsed.feed(page.text)
+    links = [a for a in parsed.links if local(a["href"]) and "data-exact" not in a]
+    assert links, "every page links to the others"
+    for a in links:
+        query = parse_qsl(urlsplit(a["href"]).query)
+        assert set(VIEW) <= set(query) or ("lang", "en") in query, a["href"]
+    forms = [(f, hidden) for f, hidden in parsed.forms if "data-exact" not in f]
+    for attributes, hidden in forms:
+        action = attributes.get("action") or path
+        assert set(VIEW) <= set(hidden), action
+        assert (("lesson", "padding") in hidden) == (urlsplit(action).path == path), action
+
+
+def test_pages_say_when_a_lesson_was_cut_and_carry_only_its_limits(make_client) -> None:
+    """A 60 KB lesson text (the longest address the server can be set to take) is cut to
+    the limit in the banner and in every link, and the page says so."""
+    text, title = "x" * 61_440, "t" * 500
+    query = {"lesson_title": title, "lesson_text": text, "present": "1"}
+    page = make_client(max_query_bytes=65_000).get("/lessons", params=query)
+    assert page.status_code == 200
+    assert "x" * MAX_LESSON_TEXT_CHARS in page.text
+    assert "x" * (MAX_LESSON_TEXT_CHARS + 1) not in page.text
+    assert "t" * (MAX_LESSON_TITLE_CHARS + 1) not in page.text
+    assert len(page.content) < 80_000  # the page without a lesson is ~10 KB
+    assert "lesson_text: longer than 1,500 characters; this page uses" in page.text
+    assert "lesson_title: longer than 120 characters" in page.text
+    carry = dict(parse_qsl(unescape(re.search(r'data-carry="([^"]*)"', page.text).group(1))))
+    assert len(carry["lesson_text"]) == MAX_LESSON_TEXT_CHARS
 
 
 @pytest.mark.parametrize(
-    ("html", "expected"),
+    ("path", "name", "limit"),
     [
-        (
-            '<a href="/cost?seq_len=4096&amp;heads=2">',
-            '<a href="/cost?seq_len=4096&amp;heads=2&amp;lang=es&amp;present=1">',
-        ),
-        ('<a class="x" href="/" data-exact>', '<a class="x" href="/" data-exact>'),
-        ('<a href="https://example.org/">', '<a href="https://example.org/">'),
-        ('<a href="//example.org/">', '<a href="//example.org/">'),
-        ('<a href="#main">', '<a href="#main">'),
-        ('<link href="/static/app.css">', '<link href="/static/app.css">'),
-        ('<form method="post" action="/x">', '<form method="post" action="/x">'),
-        (
-            '<form id="f" action="/">',
-            '<form id="f" action="/"><input type="hidden" name="lang" value="es">'
-            '<input type="hidden" name="present" value="1">'
-            '<input type="hidden" name="lesson" value="padding">',
-        ),
-        (
-            '<form method="GET" action="/walkthrough">',
-            '<form method="GET" action="/walkthrough"><input type="hidden" name="lang" value="es">'
-            '<input type="hidden" name="present" value="1">',
-        ),
+        ("/model", "text", 1000),
+        ("/model", "compare", 1000),
+        ("/heads", "text", 2000),
+        ("/", "tokens", 256 * 41),  # max_tokens labels of at most 40 characters, spaced
+        ("/walkthrough", "tokens", 256 * 41),
+        ("/kernel", "tokens", 256 * 41),
     ],
 )
-def test_carry_through_keeps_the_view_in_local_links_and_get_forms(html, expected) -> None:
-    assert carry_through(html, VIEW, LESSON, "/") == expected
+def test_a_60_kb_text_is_cut_to_its_field_and_the_page_says_so(
+    make_client, path: str, name: str, limit: int
+) -> None:
+    client = make_client(max_query_bytes=65_000)
+    page = client.get(path, params={name: "word " * 12_288, "present": "1"})  # 61,440 chars
+    assert f"{name}: longer than {limit:,} characters; this page uses and carries" in page.text
+    assert "word " * (limit // 5 + 1) not in page.text
+    assert page.text.count("word " * (limit // 5 - 1)) <= 6  # the form and the view's links
+
+
+def test_an_unknown_lesson_is_named_cut_and_not_carried(client) -> None:
+    page = client.get("/cost", params={"lesson": "y" * 5000, "lang": "es"})
+    assert "y" * 80 in page.text
+    assert "y" * 81 not in page.text
+    assert "lesson=" not in page.text
+    assert page.text.count("lang=es") > 10
 
 
 def test_a_redirect_keeps_the_view_and_the_lesson(client) -> None:

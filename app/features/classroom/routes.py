@@ -5,6 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.core.lessons import LESSONS
+from app.core.limits import MAX_ECHO_CHARS
 from app.web.classroom import embed_src
 from app.web.templating import templates
 
@@ -18,5 +19,5 @@ def lessons(request: Request) -> HTMLResponse:
 
 @pages.get("/embed", response_class=HTMLResponse)
 def embed(request: Request, src: str = "/") -> HTMLResponse:
-    context = {"src": embed_src(src), "asked": src}
+    context = {"src": embed_src(src), "asked": src[:MAX_ECHO_CHARS]}  # named, not repeated
     return templates.TemplateResponse(request, "classroom/embed.html", context)

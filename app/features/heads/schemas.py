@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from app.core import arrays
+from app.core.budget import sized
 from app.features.stages.results import OneHead, StageFields
 from app.features.stages.schemas import (
     HeadCount,
@@ -113,6 +114,16 @@ class HeadsResult:
     concat: arrays.Matrix  # (n, h·d_head): the heads' outputs side by side, in head order
     output: arrays.Matrix  # (n, d_model): concat · W_O
     kv_cache_bytes_per_token: KvCachePerToken
+
+    @staticmethod
+    def answer_bytes(n: int, h: int, g: int, d_model: int, d_head: int) -> int:
+        """The JSON size of this answer (app/core/budget.py): h heads' stages, the inputs and
+        projections (W_Q per query head, W_K and W_V per key/value head, W_O), the
+        concatenation and the output."""
+        per_head = StageFields.answer_bytes(n, d_head, d_head) + sized(keys=2)
+        numbers = 2 * n * d_model + (h + 2 * g) * d_model * d_head + h * d_head * d_model
+        numbers += n * h * d_head + n * d_model
+        return h * per_head + sized(numbers=numbers, labels=n, keys=20)
 
     def head(self, i: int) -> OneHead:
         """Query head i for the stage strip: its projections saw x with position added."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from app.core.budget import check_answer
 from app.core.errors import InputError
 from app.core.rules import kv_heads_problem
 from app.features.heads.schemas import HeadsRequest, HeadsResult, KvCachePerToken, QueryHead
@@ -97,6 +98,8 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> HeadsResult:
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_head", d_head)
+    size = HeadsResult.answer_bytes(n, h, g, d_model, d_head)
+    check_answer(size, settings.answer_budget_bytes, ("tokens", "heads", "d_head", "d_model"))
     w_q = _projections(req.w_q, "w_q", ("heads", h), d_model, d_head, req.seed)
     w_k = _projections(req.w_k, "w_k", ("kv_heads", g), d_model, d_head, req.seed)
     w_v = _projections(req.w_v, "w_v", ("kv_heads", g), d_model, d_head, req.seed)

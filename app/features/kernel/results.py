@@ -7,11 +7,13 @@ these same annotations. The counts in closed form reuse app/math's own dataclass
 """
 
 from dataclasses import asdict, dataclass
+from math import ceil
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from app.core import arrays
+from app.core.budget import sized
 from app.features.lab.schemas import ResolvedInputs
 from app.math import flash as fl
 from app.math import kernel as kn
@@ -121,6 +123,15 @@ class KernelResult(InputsUsed):
     long_sequence: LongSequenceUsed
     long_sequences: list[LongSequenceRow]
     traffic_curve: TrafficCurve
+
+    @staticmethod
+    def shared_bytes(n: int, widths: tuple[int, int, int], long_rows: int) -> int:
+        """The JSON size of these shared fields (app/core/budget.py): the inputs used, q, k,
+        v, the n × n mask, one row of counts per long sequence and the traffic curve."""
+        d_model, d_k, d_v = widths
+        numbers = 2 * n * d_model + d_model * (2 * d_k + d_v) + n * (2 * d_k + d_v)
+        inputs = sized(numbers=numbers, flags=n * n, labels=n, keys=25)
+        return inputs + long_rows * sized(numbers=25, keys=40) + sized(numbers=40, keys=10)
 
 
 # ---------------------------------------------------------------- tiled attention
@@ -239,6 +250,24 @@ class TiledResult(KernelResult):
     max_abs_difference: float
     memory: TiledMemory
 
+    @staticmethod
+    def answer_bytes(
+        n: int, widths: tuple[int, int, int], blocks: tuple[int, int], long_rows: int
+    ) -> int:
+        """The JSON size of this answer: every step's tile (scores, p, its mask, the row
+        state, o) with the n × n map of scores touched so far, the outputs, the counts."""
+        block_q, block_k = blocks
+        d_v = widths[2]
+        steps = ceil(n / block_q) * ceil(n / block_k)
+        tile = block_q * block_k
+        per_step = sized(
+            numbers=2 * tile + 8 * block_q + 3 * block_q * d_v,
+            flags=tile + block_q + n * n,
+            keys=50,
+        )
+        ending = sized(numbers=2 * n * d_v + n + 20, keys=30)
+        return KernelResult.shared_bytes(n, widths, long_rows) + steps * per_step + ending
+
 
 # ---------------------------------------------------------------- cached decoding
 
@@ -311,3 +340,19 @@ class DecodeResult(KernelResult):
     output: arrays.Matrix
     full_output: Annotated[arrays.Matrix, doc("Full causal attention, nothing dropped.")]
     max_abs_difference: float
+
+    @staticmethod
+    def answer_bytes(n: int, widths: tuple[int, int, int], prompt: int, long_rows: int) -> int:
+        """The JSON size of this answer: the prefill's prompt × prompt tables, then per
+        generated token the cache it holds (at most n positions) and its row of scores."""
+        _, d_k, d_v = widths
+        prefill = sized(
+            numbers=3 * prompt * prompt + prompt * d_v + prompt,
+            flags=prompt * prompt,
+            labels=prompt,
+            keys=10,
+        )
+        per_step = sized(numbers=2 * n + 3 * n + 2 * d_k + 3 * d_v, flags=n, labels=n, keys=25)
+        ending = sized(numbers=2 * n * d_v, keys=10)
+        shared = KernelResult.shared_bytes(n, widths, long_rows)
+        return shared + prefill + (n - prompt) * per_step + ending

@@ -10,12 +10,14 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.responses import Response
 
+from app.core.budget import check_answer
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.download import stages_csv
 from app.features.lab.page import LabPage, lab_context, lab_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
-from app.features.lab.service import compute_attention
+from app.features.lab.service import BUDGET_FIELDS, compute_attention
 from app.features.lab.state import LabParams
+from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
@@ -68,7 +70,8 @@ def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
         context = {**lab_context(page), "with_editor": fragment != "results"}
         return templates.TemplateResponse(request, "lab/_fragment.html", context)
     if page.action and page.ok:
-        return RedirectResponse(f"/?{page.query}", status_code=303)
+        target = Classroom.from_request(request).location(f"/?{page.query}")
+        return RedirectResponse(target, status_code=303)
     status = 200 if page.ok else 422
     return templates.TemplateResponse(
         request, "lab/lab.html", lab_context(page), status_code=status
@@ -82,9 +85,12 @@ def lab_json(page: LabDep) -> JSONResponse:
 
 
 @pages.get("/lab.csv")
-def lab_csv(page: LabDep) -> Response:
+def lab_csv(page: LabDep, settings: SettingsDep) -> Response:
     """Every stage of the lab's state, one number per line."""
     if not page.ok:
         return problems_json(page)
+    result = page.result
+    size = AttentionResult.csv_bytes(len(result.tokens), result.d_model, result.d_k, result.d_v)
+    check_answer(size, settings.answer_budget_bytes, BUDGET_FIELDS, source="query")
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(page.result), media_type="text/csv", headers=headers)

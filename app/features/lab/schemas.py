@@ -10,6 +10,7 @@ from pydantic import (
 )
 
 from app.core import arrays
+from app.core.budget import sized
 from app.core.limits import HARD_MAX_TOKENS
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.stages.results import OneHead, QueryBreakdown, StageFields
@@ -109,11 +110,28 @@ class ResolvedInputs:
     mask: dict[str, Any]  # the mask as given: causal, padding, window, allowed
 
 
+CSV_LINE_BYTES = 37  # "weights,12,token,7,token,0.1234567890123\n", on average
+
+
 @dataclass(frozen=True, kw_only=True)
 class AttentionResult(StageFields, ResolvedInputs):
     """The whole /api/attention answer: the inputs used, every stage, one query's breakdown."""
 
     query: QueryBreakdown
+
+    @staticmethod
+    def answer_bytes(n: int, d_model: int, d_k: int, d_v: int) -> int:
+        """The JSON size of this answer (app/core/budget.py): the inputs used (x twice, the
+        three projections), every stage, the query's breakdown."""
+        inputs = sized(numbers=2 * n * d_model + d_model * (2 * d_k + d_v), labels=n, keys=12)
+        return inputs + StageFields.answer_bytes(n, d_k, d_v) + QueryBreakdown.answer_bytes(n, d_v)
+
+    @staticmethod
+    def csv_bytes(n: int, d_model: int, d_k: int, d_v: int) -> int:
+        """The size of the same numbers as the lab's CSV (app/features/lab/download.py): one
+        line per number, its stage, row and column written out beside it."""
+        cells = n * d_model + d_model * (2 * d_k + d_v) + n * (2 * d_k + 3 * d_v) + 5 * n * n
+        return cells * CSV_LINE_BYTES
 
     def head(self) -> OneHead:
         """This head for the stage strip: what its projections saw and the breakdown made."""

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from app.core import rules
+from app.core.budget import check_answer
 from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.stages.results import StageFields, query_breakdown
 from app.features.stages.schemas import MaskSpec, check_limits, check_mask
@@ -115,9 +116,19 @@ def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
     }
 
 
+BUDGET_FIELDS = ("tokens", "d_model", "d_k", "d_v")  # what a too-large answer should shrink
+
+
+def answer_bytes(inputs: HeadInputs, csv: bool = False) -> int:
+    """The size of this head's answer, as JSON or as the lab's CSV, before computing it."""
+    size = AttentionResult.csv_bytes if csv else AttentionResult.answer_bytes
+    return size(inputs.n, inputs.x.shape[1], inputs.w_q.shape[1], inputs.w_v.shape[1])
+
+
 def compute_attention(req: AttentionRequest, settings: Settings) -> AttentionResult:
     """The whole /api/attention result."""
     inputs = resolve_inputs(req, settings)
+    check_answer(answer_bytes(inputs), settings.answer_budget_bytes, BUDGET_FIELDS)
     run = one_head(inputs, mask_of(inputs.mask, inputs.n))
     stages = StageFields.of(run.heads[0])
     return AttentionResult(

@@ -29,6 +29,7 @@ from app.features.lab.schemas import AttentionRequest
 from app.features.stages.schemas import MaskSpec
 from app.features.stages.service import mask_of
 from app.math.positional import KINDS, Positional
+from app.settings import Settings
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
 
@@ -73,6 +74,12 @@ class LabParams(BaseModel):
     query: Text = Field(None, description="The position broken down key by key.")
     positional: Text = Field(None, description="none, sinusoidal or rope.")
     action: Text = Field(None, description="A button's one-off command (never part of a state).")
+
+    @staticmethod
+    def text_limits(settings: Settings) -> dict[str, int]:
+        """The longest text a field can usefully hold on this server (app/web/deps.page_query
+        cuts a longer one): tokens, max_tokens labels of at most MAX_TOKEN_CHARS."""
+        return {"tokens": settings.max_tokens * (MAX_TOKEN_CHARS + 1)}
 
 
 @dataclass

@@ -200,7 +200,7 @@ def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str,
     context: dict[str, Any] = {"form": form, "errors": [], "result": None, "shape": MODEL_SHAPE}
     try:
         page = ModelPageParams.model_validate(form)
-        result = compute_model(page.request(), settings, rank_if_short=True)
+        result = compute_model(page.request(), settings, rank_if_short=True, as_json=False)
     except ValidationError as exc:
         context["errors"] = [e["msg"] for e in validation_errors(exc.errors())]
         return context, 422

@@ -8,6 +8,7 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic reads its fields on Python 3.11
 
 from app.core import arrays
+from app.core.budget import sized
 from app.features.stages.results import QueryBreakdown, StageFields
 from app.math.similarity import HeadEffect
 
@@ -101,6 +102,31 @@ class ModelResult:
     head: Annotated[ModelHead | None, Field(description="Only when layer and head are given.")] = (
         None
     )
+
+    @staticmethod
+    def answer_bytes(
+        n: int,
+        config: tuple[int, int, int, int],
+        include_weights: bool,
+        one_head: bool,
+        compare_n: int = 0,
+    ) -> int:
+        """The JSON size of this answer (app/core/budget.py) for n word pieces and the
+        model's (layers, heads, d_model, d_head): every head's n × n weights when included,
+        rollout, the per-head means and roles, the second sentence, the ranking, one head's
+        stages when asked."""
+        layers, heads, d_model, d_head = config
+        per_head = layers * heads
+        numbers = n * n + 2 * n + 2 * d_model + 4 * per_head
+        size = sized(numbers=numbers, flags=n, labels=n + compare_n, keys=40)
+        size += per_head * sized(numbers=6, labels=2, keys=8)  # roles
+        size += per_head * sized(numbers=4, keys=4)  # the ranking, when there is one
+        if include_weights:
+            size += sized(numbers=per_head * n * n, float32=True)
+        if one_head:
+            size += StageFields.answer_bytes(n, d_head, d_head) + sized(numbers=n * d_model)
+            size += QueryBreakdown.answer_bytes(n, d_head)
+        return size
 
     def json(self) -> dict[str, Any]:
         """The fields for JSON, those that do not apply (None) left out."""

@@ -118,13 +118,15 @@ class ModelPageParams(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    text: str
+    text: str = Field(max_length=MAX_TEXT_CHARS)
     layer: int
     head: int
     query: int | None = None
     hide_special: bool = Field(False, description="Leave [CLS] and [SEP] out of the view.")
     off: list[str] = Field([], description='Heads switched off, each "layer.head".')
-    compare: str = Field("", description="A second sentence (empty: none).")
+    compare: str = Field(
+        "", max_length=MAX_TEXT_CHARS, description="A second sentence (empty: none)."
+    )
     role: str = Field("", description="Show only the heads with this label (empty: all).")
     lines: str = Field("head", description='"head": the chosen head; "layer": all of its layer.')
     start: int = Field(0, ge=0, description="First word piece of the line view's window.")

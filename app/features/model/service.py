@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from app.core.budget import check_answer
 from app.core.errors import InputError
 from app.core.limits import MAX_RANKED_PIECES, MAX_WORD_PIECES
 from app.features.model.results import (
@@ -130,12 +131,14 @@ def _ranking(
 
 
 def compute_model(
-    req: ModelRequest, settings: Settings, rank_if_short: bool = False
+    req: ModelRequest, settings: Settings, rank_if_short: bool = False, as_json: bool = True
 ) -> ModelResult:
     """The whole /api/model result for one request.
 
     rank_if_short (the page's choice): with a second sentence, rank the heads as well when
     both sentences are short enough for it, instead of only when `rank_heads` asks.
+    as_json: the answer is this result as JSON, so it must fit the answer budget. The page
+    (as_json=False) sends the weights pooled into thumbnails, never the n × n maps.
     """
     loaded = load_model(settings.model_dir)
     pieces = _pieces(loaded, req.text, "text")
@@ -147,6 +150,12 @@ def compute_model(
     check_index("query", query, n, "word pieces")
     off = _ablate(req, config.layers, config.heads)
     other = _pieces(loaded, req.compare_text, "compare_text") if req.compare_text else None
+    shape = (config.layers, config.heads, config.d_model, config.d_head)
+    one_head = req.layer is not None and req.head is not None
+    compare_n = len(other.tokens) if other else 0
+    if as_json:
+        size = ModelResult.answer_bytes(n, shape, req.include_weights, one_head, compare_n)
+        check_answer(size, settings.answer_budget_bytes, ("text", "include_weights"))
 
     stages = forward_cached(loaded.encoder, pieces.ids, off)
     weights = stages.weights  # (layers, heads, n, n)

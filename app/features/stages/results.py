@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.core.arrays import BoolMatrix, MaskedMatrix, Matrix, Vector
+from app.core.budget import sized
 from app.math.attention import HeadStages
 
 
@@ -44,6 +45,12 @@ class StageFields:
             empty_rows=stages.empty_rows,
         )
 
+    @staticmethod
+    def answer_bytes(n: int, d_k: int, d_v: int) -> int:
+        """The JSON size of these fields for n tokens (app/core/budget.py): q, k, v and the
+        output, four n × n tables of numbers (masked counted as numbers) and the n × n mask."""
+        return sized(numbers=n * (2 * d_k + 2 * d_v) + 4 * n * n, flags=n * n + n, keys=10)
+
     def fields(self) -> dict[str, Any]:
         """The stage fields by name (only these, in a subclass too), to lay them out in
         another result."""
@@ -71,6 +78,11 @@ class QueryBreakdown:
     token: str
     rows: list[QueryRow]
     output: Vector  # (d_v,)
+
+    @staticmethod
+    def answer_bytes(n: int, d_v: int) -> int:
+        """The JSON size of one query's breakdown over n keys (app/core/budget.py)."""
+        return sized(numbers=n * (3 + d_v) + d_v, flags=n, labels=n, keys=7 * n + 4)
 
     @property
     def weighted(self) -> np.ndarray:

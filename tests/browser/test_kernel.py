@@ -5,7 +5,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from playwright.sync_api import Browser, Page, expect
 
-from app.web.templating import fmt, fmt_vector
+from app.core.i18n import format_vector as fmt_vector
+from app.web.templating import fmt
 from tests.browser.conftest import axe_violations, save_screenshot
 
 

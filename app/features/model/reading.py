@@ -22,8 +22,14 @@ ROLE_NAMES = {  # API label → what the page calls it
     "sep": N_("[SEP]"),
     "broad": N_("broad"),
 }
-ROLE_SHORT = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP",
-              "broad": "broad"}  # fmt: skip
+ROLE_SHORT = {
+    "previous": N_("prev"),
+    "next": N_("next"),
+    "self": N_("self"),
+    "cls": "CLS",
+    "sep": "SEP",
+    "broad": N_("broad"),
+}  # fmt: skip  (the grid's badges)
 HEAD_COLOURS = (
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939",
@@ -119,7 +125,9 @@ def badge_annotations(
                         "xanchor": "left",
                         "yanchor": "top",
                         "showarrow": False,
-                        "text": plotly_text(" ".join(ROLE_SHORT[x] for x in means["labels"])),
+                        "text": plotly_text(
+                            " ".join(gettext(ROLE_SHORT[x]) for x in means["labels"])
+                        ),
                         "font": {"size": 10, "color": "#ffffff"},
                         "bgcolor": "rgba(0,0,0,0.6)",
                     }

@@ -12,6 +12,7 @@ from app.core.errors import BusyError, InputError, validation_errors
 from app.core.i18n import N_, format_number, format_size, gettext, ngettext
 from app.core.limits import MAX_SEQ_LEN
 from app.features.cost.measure import Measurement, MeasurementCache
+from app.features.cost.presets import PRESETS_BY_ID
 from app.features.cost.schemas import CostQuery, CostResult, KvSeries
 from app.features.cost.service import compute_cost, preset_list
 from app.math.cost import DTYPE_BITS, QUANT_BLOCKS
@@ -270,13 +271,45 @@ async def cost_measurement(
         return None, exc.msg
 
 
+# The form's fields that a preset fills: changing one means the numbers are no longer that
+# model's (the workload, element types and GPU fields may change under any preset).
+PRESET_FIELDS = (
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "window_layers",
+    "kv_lora_rank",
+    "rope_head_dim",
+    "sinks",
+)
+
+
+def still_the_preset(params: dict[str, str]) -> dict[str, str]:
+    """The query with its preset kept while every preset field given still holds that
+    model's value. Once one differs the preset goes and its values are written out in its
+    place, so every number stays as it was; only the claim that they are that model's
+    goes."""
+    preset = params.get("preset")
+    if not preset or preset not in PRESETS_BY_ID:
+        return params
+    own = _form_values(compute_cost(CostQuery(preset=preset)))
+    if all(params.get(name, "") in ("", own[name]) for name in PRESET_FIELDS):
+        return params
+    filled = {name: own[name] for name in PRESET_FIELDS if own[name]}
+    return filled | {k: v for k, v in params.items() if k != "preset" and v != ""}
+
+
 def cost_page_context(
     params: dict[str, str], measurement: Measurement | None, measure_busy: str | None
 ) -> tuple[dict[str, Any], int]:
     """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
 
-    params is the query of /api/cost; the measurement comes from `cost_measurement`.
+    params is the query of /api/cost; the measurement comes from `cost_measurement`. The
+    page keeps saying which preset its numbers started from until a preset field changes.
     """
+    params = still_the_preset(params)
     context: dict[str, Any] = {
         "presets": preset_list(),
         "limits": form_limits(),

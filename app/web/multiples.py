@@ -43,7 +43,8 @@ def heatmap_grid(
     layout: dict[str, Any] = {
         "xaxis": {"visible": False, "type": "category", "fixedrange": True, "constrain": "domain"},
         "yaxis": {"visible": False, "type": "category", "fixedrange": True,
-                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
+                  "constraintoward": "top"},
         "annotations": [
             *(_grid_title(t, x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
               for c, t in enumerate(col_titles)),

@@ -141,6 +141,8 @@ def format_number(
     exact (10³⁰ FLOPs keeps all 31)."""
     if value is None:
         return "−∞"
+    if hasattr(value, "item"):  # a numpy scalar: its Python int or float
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return "∞" if value > 0 else ("−∞" if value < 0 else "—")
     if digits is None:

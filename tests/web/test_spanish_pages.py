@@ -11,6 +11,7 @@ from html import unescape
 from html.parser import HTMLParser
 from typing import Any
 
+import numpy as np
 import pytest
 from babel.messages.pofile import read_po
 from fastapi.testclient import TestClient
@@ -264,3 +265,9 @@ def test_one_of_a_thing_is_singular_on_the_cost_page(client, lang, expected) -> 
 def test_one_of_a_thing_is_singular_on_the_kernel_page(client, lang, expected) -> None:
     strings = visible_strings(client.get("/kernel", params={"prompt": 1, "lang": lang}).text)
     assert set(expected) <= set(strings)
+
+
+def test_numpy_numbers_are_written_like_python_ones() -> None:
+    with use_locale("es"):
+        assert format_number(np.int64(2**60)) == "1.152.921.504.606.846.976"
+        assert format_number(np.float32(0.5), 2) == "0,50"

@@ -14,19 +14,21 @@ fails until none is left).
 
 import gettext as stdlib_gettext
 import io
-from collections.abc import Iterator
+import math
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from decimal import localcontext
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import format_decimal
+from babel.numbers import get_decimal_symbol, get_group_symbol
 from babel.support import Translations
 
 from app import ROOT
+from app.math.cost import binary_size
 
 TRANSLATIONS_DIR = ROOT / "translations"
 DEFAULT_LOCALE = "en"
@@ -106,9 +108,78 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
     return message
 
 
-def format_number(value: float, digits: int | None = None) -> str:
-    """A number in the reader's convention: 16,777,216 in English, 16.777.216 in Spanish."""
-    pattern = None if digits is None else ("#,##0." + "0" * digits if digits else "#,##0")
-    with localcontext() as exact:  # babel rounds in decimal: give it every digit of 10³⁰ FLOPs
-        exact.prec = max(exact.prec, len(f"{abs(value):.0f}") + (digits or 0) + 3)
-        return format_decimal(value, format=pattern, locale=_locale.get())
+def _symbols(locale: str) -> tuple[str, str]:
+    """(decimal mark, group mark) of a locale, from CLDR through babel: (".", ",") in English,
+    (",", ".") in Spanish."""
+    return get_decimal_symbol(locale), get_group_symbol(locale)
+
+
+@lru_cache(maxsize=len(LOCALES))
+def _marks(locale: str) -> dict[int, str] | None:
+    """The table that turns Python's "1,234.5" into the locale's marks (None: already so)."""
+    decimal, group = _symbols(locale)
+    return None if (decimal, group) == (".", ",") else str.maketrans({".": decimal, ",": group})
+
+
+def format_number(
+    value: float | None,
+    digits: int | None = None,
+    *,
+    trim: bool = False,
+    signed: bool = False,
+    scientific: bool = False,
+) -> str:
+    """Every number a page shows, in the reader's convention: 16,777,216 and 0.707 in English,
+    16.777.216 and 0,707 in Spanish. `digits` fixes the decimals (the tables' 3); without it
+    an integer is written whole and a float with at most 3 decimals; `trim` drops trailing
+    zeros (32 MiB, 1.5 GiB); `signed` writes + before a positive number; `scientific` writes
+    1.2e-07. A negative number gets a true minus sign and −0.000 reads 0.000; None (a hidden
+    score) is −∞. Machine-readable text (URLs, forms, JSON, CSV) never comes
+    from here: app/core/formatting.py writes that.
+
+    Floats are rounded as Python rounds them; past 2⁵³, and for integers, the digits are
+    exact (10³⁰ FLOPs keeps all 31)."""
+    if value is None:
+        return "−∞"
+    if hasattr(value, "item"):  # a numpy scalar: its Python int or float
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "∞" if value > 0 else ("−∞" if value < 0 else "—")
+    if digits is None:
+        digits, trim = (0, False) if isinstance(value, int) else (3, True)
+    magnitude = abs(value)
+    if scientific:
+        text = f"{magnitude:.{digits}e}"
+    elif isinstance(value, int) or magnitude >= 2**53:
+        text = format(
+            Decimal(magnitude if isinstance(value, int) else repr(magnitude)), f",.{digits}f"
+        )
+    else:
+        text = f"{magnitude:,.{digits}f}"
+    if trim and digits:
+        text = text.rstrip("0").rstrip(".")
+    if text.strip("0.,").partition("e")[0] != "" and (value < 0 or signed):
+        text = ("−" if value < 0 else "+") + text
+    marks = _marks(_locale.get())
+    return text if marks is None else text.translate(marks)
+
+
+def format_vector(values: Iterable[float | None], digits: int = 2) -> str:
+    """A vector as the tables print it, [1.00, −0.50]; where the decimal mark is a comma the
+    numbers are separated by semicolons, [1,00; −0,50]."""
+    separator = "; " if _symbols(_locale.get())[0] == "," else ", "
+    return "[" + separator.join(format_number(v, digits) for v in values) + "]"
+
+
+def format_size(n_bytes: int) -> str:
+    """A byte count in the largest binary unit that keeps it ≥ 1, with at most two decimals:
+    32 MiB, 1.5 GiB, 767.63 MiB (767,63 MiB in Spanish)."""
+    size = binary_size(n_bytes)
+    return f"{format_number(size.rounded, 2, trim=True)} {size.unit}"
+
+
+def plotly_separators() -> str:
+    """plotly's layout.separators for the reader's locale: the decimal mark, then the group
+    mark, so that axis ticks and hover numbers drawn by plotly read as the page's do."""
+    decimal, group = _symbols(_locale.get())
+    return decimal + group

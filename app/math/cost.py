@@ -66,14 +66,18 @@ class BinarySize:
     unit: str
 
     @property
-    def text(self) -> str:
-        """For instance 32 MiB, 1.5 GiB, 767.63 MiB: at most two decimals, rounded half up
-        from the exact quotient, trailing zeros dropped."""
+    def rounded(self) -> Decimal:
+        """The amount in its unit to two decimals, rounded half up from the exact quotient."""
         exact = Fraction(self.bytes, 1024 ** BINARY_UNITS.index(self.unit))
-        rounded = (Decimal(exact.numerator) / Decimal(exact.denominator)).quantize(
+        return (Decimal(exact.numerator) / Decimal(exact.denominator)).quantize(
             Decimal("0.01"), rounding=ROUND_HALF_UP
         )
-        number = f"{rounded:,.2f}".rstrip("0").rstrip(".")
+
+    @property
+    def text(self) -> str:
+        """For instance 32 MiB, 1.5 GiB, 767.63 MiB, as the API writes it: at most two
+        decimals, trailing zeros dropped (pages show app.core.i18n.format_size)."""
+        number = f"{self.rounded:,.2f}".rstrip("0").rstrip(".")
         return f"{number} {self.unit}"
 
 

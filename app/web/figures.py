@@ -1,14 +1,13 @@
 """Figure dicts in plotly's figure schema. Plain dicts: microseconds to build, validated by
 plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from app.core.i18n import N_, gettext
+from app.core.i18n import N_, format_number, gettext
 from app.math.cost import BINARY_UNITS
 
 # Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
@@ -52,16 +51,9 @@ def plotly_text(text: str) -> str:
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """A number as the tables print it; −∞ for hidden scores, − for negatives."""
-    if value is None:
-        return "−∞"
-    number = float(value)
-    if math.isinf(number):
-        return "−∞" if number < 0 else "∞"
-    text = f"{number:.{digits}f}"
-    if text.startswith("-"):  # −0.000 reads as 0.000; a real negative gets a true minus sign
-        text = text[1:] if float(text) == 0 else "−" + text[1:]
-    return text
+    """A number as the tables print it: three decimals by default, in the reader's
+    convention (app.core.i18n.format_number); −∞ for hidden scores, − for negatives."""
+    return format_number(None if value is None else float(value), digits)
 
 
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:

@@ -37,12 +37,14 @@ def heatmap_grid(
     tiled[:, :n, :, :n] = np.asarray(z, dtype=float).transpose(0, 2, 1, 3)
     tiled = tiled.reshape(rows * block, cols * block)[:-1, :-1]  # no gap after the last
     tokens = _unique(labels)
-    x = [f"{title} · key {t}" for title in col_titles for t in [*tokens, ""]][:-1]
-    y = [f"{title} · query {t}" for title in row_titles for t in [*tokens, ""]][:-1]
+    key, query = plotly_text(gettext("key")), plotly_text(gettext("query"))
+    x = [f"{title} · {key} {t}" for title in col_titles for t in [*tokens, ""]][:-1]
+    y = [f"{title} · {query} {t}" for title in row_titles for t in [*tokens, ""]][:-1]
     layout: dict[str, Any] = {
         "xaxis": {"visible": False, "type": "category", "fixedrange": True, "constrain": "domain"},
         "yaxis": {"visible": False, "type": "category", "fixedrange": True,
-                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
+                  "constraintoward": "top"},
         "annotations": [
             *(_grid_title(t, x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
               for c, t in enumerate(col_titles)),

@@ -5,6 +5,7 @@ translates into the request's language (app/core/i18n.py); every page also gets 
 language, presenter, embed and lesson state of its URL (app/web/classroom.py).
 """
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -24,10 +25,6 @@ from app.web.json_io import dumps
 from app.web.nav import NAV
 
 
-def fmt_vector(values: Any, digits: int = 2) -> str:
-    return "[" + ", ".join(fmt(v, digits) for v in values) + "]"
-
-
 def fmt_int(value: Any) -> str:
     """An exact count grouped as the reader's language groups it: 16,777,216 in English,
     16.777.216 in Spanish."""
@@ -40,14 +37,25 @@ SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E", "Z", "Y", "R", "Q")
 
 
 def fmt_si(value: Any, unit: str = "") -> str:
-    """A large count in powers of 1000, as FLOPs are counted: 8.59 G, 1.2 T (never 2¹⁰)."""
+    """A large count in powers of 1000, as FLOPs are counted, to three significant digits:
+    8.59 G, 1.2 T (never 2¹⁰); 8,59 G in Spanish."""
     number = float(value)
     power = 0
     while abs(number) >= 1000 and power + 1 < len(SI_PREFIXES):
         number /= 1000
         power += 1
-    text = f"{number:.3g}" if power else f"{number:g}"
+    if not power:
+        return f"{i18n.format_number(number)} {unit}".strip()
+    digits = max(0, 2 - math.floor(math.log10(abs(number)))) if number else 0
+    text = i18n.format_number(number, digits, trim=True)
     return f"{text} {SI_PREFIXES[power]}{unit}".strip()
+
+
+def figure_data(fig: dict[str, Any]) -> Markup:
+    """A figure's JSON block, its numbers drawn by plotly with the reader's decimal and group
+    marks (layout.separators)."""
+    layout = {**fig.get("layout", {}), "separators": i18n.plotly_separators()}
+    return json_data({**fig, "layout": layout})
 
 
 @lru_cache(maxsize=64)
@@ -82,11 +90,13 @@ environment.install_gettext_callables(  # type: ignore[attr-defined]
 )
 environment.filters.update(
     fmt=fmt,
-    fmt_vector=fmt_vector,
+    fmt_vector=i18n.format_vector,
     json_data=json_data,
+    figure_data=figure_data,
     fmt_int=fmt_int,
     fmt_si=fmt_si,
     number=i18n.format_number,
+    size=i18n.format_size,
 )
 environment.globals.update(
     nav=NAV,

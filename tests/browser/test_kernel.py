@@ -5,7 +5,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from playwright.sync_api import Browser, Page, expect
 
-from app.web.templating import fmt, fmt_vector
+from app.core.i18n import format_vector as fmt_vector
+from app.web.templating import fmt
 from tests.browser.conftest import axe_violations, save_screenshot
 
 
@@ -48,7 +49,7 @@ def test_stepping_shows_the_api_numbers_of_each_step(page: Page) -> None:
     cat = decode["steps"][0]
     expect(page.locator("#decode-output")).to_have_text(fmt_vector(cat["output"], 3))
     expect(page.locator("#decode-full")).to_have_text(fmt_vector(cat["full_output"], 3))
-    assert cells(page, "#decode-row", 2) == [fmt(w) for w in cat["weights"]]
+    assert cells(page, "#decode-row", 3) == [fmt(w) for w in cat["weights"]]
     assert page.locator("#k-cache tbody tr").count() == 2
     assert where(page.url) == {"step": "3", "decode_step": "1"}  # the tiled step is kept
 

@@ -67,7 +67,7 @@ def test_a_sink_plus_window_cache_keeps_the_first_token(page: Page) -> None:
     assert last["cached_tokens"] == ["we", "scores", "here"]
     expect(page.locator("#cache-held")).to_contain_text("we (0), scores (3), here (4)")
     expect(page.locator("#decode-difference")).to_have_text(f"{last['max_abs_difference']:.1e}")
-    assert cells(page, "#decode-row", 2) == [fmt(w) for w in last["weights"]]
+    assert cells(page, "#decode-row", 3) == [fmt(w) for w in last["weights"]]
     page.click("#decode-prev")
     expect(page.locator("#cache-evicted")).to_contain_text("tile (1)")
     assert axe_violations(page) == []

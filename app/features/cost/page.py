@@ -9,12 +9,13 @@ from urllib.parse import urlencode
 from pydantic import ValidationError
 
 from app.core.errors import BusyError, InputError, validation_errors
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_number, format_size, gettext, ngettext
 from app.core.limits import MAX_SEQ_LEN
 from app.features.cost.measure import Measurement, MeasurementCache
+from app.features.cost.presets import PRESETS_BY_ID
 from app.features.cost.schemas import CostQuery, CostResult, KvSeries
 from app.features.cost.service import compute_cost, preset_list
-from app.math.cost import DTYPE_BITS, QUANT_BLOCKS, binary_size
+from app.math.cost import DTYPE_BITS, QUANT_BLOCKS
 from app.web.figures import Marker, Series, byte_ticks, log_log_lines
 
 
@@ -22,7 +23,7 @@ def _length_markers(result: CostResult, field: str, fit: str, fills: str) -> lis
     """A marker at the chosen length, and one where the thing drawn fills the GPU (when on
     the chart); `fills` says so, with %(n)s for the length."""
     n = result.seq_len
-    text = f"n = {format_number(n)}: {getattr(result.sizes, field).text}"
+    text = f"n = {format_number(n)}: {format_size(getattr(result.sizes, field).bytes)}"
     markers = [Marker(gettext("your length"), n, getattr(result, field), text)]
     m = getattr(result.gpu, fit)
     if m < result.curves.seq_len[-1]:
@@ -38,7 +39,7 @@ def _bytes_chart(
     """Bytes against length on log axes, with the GPU's memory as a dotted line."""
     ns = result.curves.seq_len
     gpu_bytes = result.gpu.memory_bytes
-    gpu_name = gettext("GPU memory (%(size)s)") % {"size": result.sizes.gpu_memory.text}
+    gpu_name = gettext("GPU memory (%(size)s)") % {"size": format_size(result.gpu.memory_bytes)}
     values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
     return log_log_lines(
         ns,
@@ -51,7 +52,7 @@ def _bytes_chart(
 
 
 def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
-    return Series(name, values, [binary_size(v).text for v in values], dash)
+    return Series(name, values, [format_size(v) for v in values], dash)
 
 
 # The form's element types are those the cost formulas know (DTYPE_BITS); these are their names.
@@ -92,12 +93,21 @@ def kv_label(series: KvSeries, result: CostResult) -> str:
         return gettext("%(kind)s (g = %(g)s), window %(w)s on every layer") % values
     if series.sinks:
         return (
-            gettext(
-                "%(kind)s (g = %(g)s), window %(w)s + %(s)s sinks on %(l)s of %(layers)s layers"
+            ngettext(
+                "%(kind)s (g = %(g)s), window %(w)s + s = %(s)s on %(l)s of %(layers)s layer",
+                "%(kind)s (g = %(g)s), window %(w)s + s = %(s)s on %(l)s of %(layers)s layers",
+                result.layers,
             )
             % values
         )
-    return gettext("%(kind)s (g = %(g)s), window %(w)s on %(l)s of %(layers)s layers") % values
+    return (
+        ngettext(
+            "%(kind)s (g = %(g)s), window %(w)s on %(l)s of %(layers)s layer",
+            "%(kind)s (g = %(g)s), window %(w)s on %(l)s of %(layers)s layers",
+            result.layers,
+        )
+        % values
+    )
 
 
 def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
@@ -127,8 +137,12 @@ def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
         "scores": _bytes_chart(
             result,
             score_series,
-            gettext("Attention memory of one layer (%(heads)s heads × batch %(batch)s)")
-            % {"heads": result.heads, "batch": result.batch},
+            ngettext(
+                "Attention memory of one layer (%(heads)s head × batch %(batch)s)",
+                "Attention memory of one layer (%(heads)s heads × batch %(batch)s)",
+                result.heads,
+            )
+            % {"heads": format_number(result.heads), "batch": format_number(result.batch)},
             _length_markers(
                 result,
                 "score_bytes_per_layer",
@@ -139,8 +153,12 @@ def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
         "kv": _bytes_chart(
             result,
             kv_series,
-            gettext("KV cache, %(layers)s layers × batch %(batch)s")
-            % {"layers": result.layers, "batch": result.batch},
+            ngettext(
+                "KV cache, %(layers)s layer × batch %(batch)s",
+                "KV cache, %(layers)s layers × batch %(batch)s",
+                result.layers,
+            )
+            % {"layers": format_number(result.layers), "batch": format_number(result.batch)},
             _length_markers(
                 result,
                 "kv_cache_bytes",
@@ -160,8 +178,15 @@ def measure_figure(measurement: Measurement) -> dict[str, Any]:
     return log_log_lines(
         ns,
         [
-            Series(gettext("measured on this server"), ms, [f"{t:.2f} ms" for t in ms]),
-            Series(gettext("fitted c·n²"), fitted, [f"{t:.2f} ms" for t in fitted], dash="dash"),
+            Series(
+                gettext("measured on this server"), ms, [f"{format_number(t, 2)} ms" for t in ms]
+            ),
+            Series(
+                gettext("fitted c·n²"),
+                fitted,
+                [f"{format_number(t, 2)} ms" for t in fitted],
+                dash="dash",
+            ),
         ],
         gettext("Dense attention, one head: time against length"),
         gettext("milliseconds"),
@@ -205,7 +230,7 @@ def kv_element_text(result: CostResult) -> str:
     if result.kv_dtype in QUANT_BLOCKS:
         size, count = QUANT_BLOCKS[result.kv_dtype]
         return f"{size}/{count}"
-    return f"{result.kv_bytes_per_element:g}"
+    return format_number(result.kv_bytes_per_element)
 
 
 def fit_view(result: CostResult) -> dict[str, Any]:
@@ -216,8 +241,8 @@ def fit_view(result: CostResult) -> dict[str, Any]:
     free = gpu.memory_bytes - result.weight_bytes
     return {
         "fits": result.fits,
-        "total": result.sizes.kv_and_weights.text,
-        "weights": result.sizes.weight_bytes.text,
+        "total": format_size(result.sizes.kv_and_weights.bytes),
+        "weights": format_size(result.sizes.weight_bytes.bytes),
         "max_seq_len": result.max_seq_len,
         "max_batch": result.max_batch,
         "unbounded": result.max_seq_len >= MAX_SEQ_LEN,
@@ -246,13 +271,45 @@ async def cost_measurement(
         return None, exc.msg
 
 
+# The form's fields that a preset fills: changing one means the numbers are no longer that
+# model's (the workload, element types and GPU fields may change under any preset).
+PRESET_FIELDS = (
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "window",
+    "window_layers",
+    "kv_lora_rank",
+    "rope_head_dim",
+    "sinks",
+)
+
+
+def still_the_preset(params: dict[str, str]) -> dict[str, str]:
+    """The query with its preset kept while every preset field given still holds that
+    model's value. Once one differs the preset goes and its values are written out in its
+    place, so every number stays as it was; only the claim that they are that model's
+    goes."""
+    preset = params.get("preset")
+    if not preset or preset not in PRESETS_BY_ID:
+        return params
+    own = _form_values(compute_cost(CostQuery(preset=preset)))
+    if all(params.get(name, "") in ("", own[name]) for name in PRESET_FIELDS):
+        return params
+    filled = {name: own[name] for name in PRESET_FIELDS if own[name]}
+    return filled | {k: v for k, v in params.items() if k != "preset" and v != ""}
+
+
 def cost_page_context(
     params: dict[str, str], measurement: Measurement | None, measure_busy: str | None
 ) -> tuple[dict[str, Any], int]:
     """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
 
-    params is the query of /api/cost; the measurement comes from `cost_measurement`.
+    params is the query of /api/cost; the measurement comes from `cost_measurement`. The
+    page keeps saying which preset its numbers started from until a preset field changes.
     """
+    params = still_the_preset(params)
     context: dict[str, Any] = {
         "presets": preset_list(),
         "limits": form_limits(),

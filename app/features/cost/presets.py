@@ -14,7 +14,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="gpt2",
         name="GPT-2 small",
-        source=(
+        source=N_(
             "config.json of openai-community/gpt2 on the Hugging Face Hub; Radford et al. "
             "(2019), Language Models are Unsupervised Multitask Learners"
         ),
@@ -25,7 +25,7 @@ PRESETS: tuple[ModelPreset, ...] = (
         id="bert-base",
         name="BERT-base (uncased)",
         decoder=False,
-        source=(
+        source=N_(
             "config.json of google-bert/bert-base-uncased on the Hugging Face Hub; Devlin et "
             "al. (2019), BERT: Pre-training of Deep Bidirectional Transformers"
         ),
@@ -44,7 +44,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-2-7b",
         name="Llama-2-7B",
-        source=(
+        source=N_(
             "config.json of meta-llama/Llama-2-7b-hf on the Hugging Face Hub; Touvron et al. "
             "(2023), Llama 2: Open Foundation and Fine-Tuned Chat Models"
         ),
@@ -60,7 +60,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-2-70b",
         name="Llama-2-70B",
-        source=(
+        source=N_(
             "config.json of meta-llama/Llama-2-70b-hf on the Hugging Face Hub; Touvron et al. "
             "(2023), Llama 2 (grouped-query attention in the 34B and 70B models)"
         ),
@@ -76,7 +76,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-3-8b",
         name="Llama-3-8B",
-        source="config.json of meta-llama/Meta-Llama-3-8B on the Hugging Face Hub",
+        source=N_("config.json of meta-llama/Meta-Llama-3-8B on the Hugging Face Hub"),
         config={
             "num_hidden_layers": 32,
             "num_attention_heads": 32,
@@ -92,7 +92,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="mistral-7b-v0.1",
         name="Mistral-7B (v0.1)",
-        source=(
+        source=N_(
             "config.json of mistralai/Mistral-7B-v0.1 on the Hugging Face Hub; Jiang et al. "
             "(2023), Mistral 7B (sliding-window attention with a rolling buffer cache)"
         ),
@@ -113,7 +113,7 @@ PRESETS: tuple[ModelPreset, ...] = (
         id="gemma-2-9b",
         name="Gemma-2-9B",
         window_layer_indices=tuple(range(0, 42, 2)),
-        source=(
+        source=N_(
             "config.json of google/gemma-2-9b on the Hugging Face Hub; Gemma Team (2024), "
             "Gemma 2: Improving Open Language Models at a Practical Size"
         ),
@@ -135,7 +135,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="qwen2.5-7b",
         name="Qwen2.5-7B",
-        source=(
+        source=N_(
             "config.json of Qwen/Qwen2.5-7B on the Hugging Face Hub; Qwen Team (2024), "
             "Qwen2.5 Technical Report"
         ),
@@ -156,7 +156,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="falcon-7b",
         name="Falcon-7B",
-        source=(
+        source=N_(
             "config.json of tiiuae/falcon-7b on the Hugging Face Hub (multi_query: true); "
             "context length 2,048 from its model card; Almazrouei et al. (2023), The Falcon "
             "Series of Open Language Models"
@@ -176,7 +176,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="phi-3-mini-4k",
         name="Phi-3-mini (4k)",
-        source=(
+        source=N_(
             "config.json of microsoft/Phi-3-mini-4k-instruct on the Hugging Face Hub; Abdin et "
             "al. (2024), Phi-3 Technical Report"
         ),
@@ -198,7 +198,7 @@ PRESETS: tuple[ModelPreset, ...] = (
         id="gpt-oss-120b",
         name="gpt-oss-120b",
         window_layer_indices=tuple(range(0, 36, 2)),
-        source=(
+        source=N_(
             "config.json of openai/gpt-oss-120b on the Hugging Face Hub (layer_types alternates "
             "sliding_attention and full_attention, starting with sliding); OpenAI (2025), "
             "gpt-oss-120b & gpt-oss-20b Model Card"
@@ -221,7 +221,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="deepseek-v2",
         name="DeepSeek-V2",
-        source=(
+        source=N_(
             "config.json of deepseek-ai/DeepSeek-V2 on the Hugging Face Hub; DeepSeek-AI "
             "(2024), DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts "
             "Language Model (multi-head latent attention)"
@@ -247,7 +247,7 @@ PRESETS: tuple[ModelPreset, ...] = (
         id="gemma-3-27b",
         name="Gemma-3-27B",
         window_layer_indices=tuple(i for i in range(62) if (i + 1) % 6),
-        source=(
+        source=N_(
             "text_config in config.json of google/gemma-3-27b-it on the Hugging Face Hub "
             "(sliding_window_pattern 6); Gemma Team (2025), Gemma 3 Technical Report"
         ),
@@ -270,7 +270,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="qwen3-8b",
         name="Qwen3-8B",
-        source=(
+        source=N_(
             "config.json of Qwen/Qwen3-8B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
             "Technical Report"
         ),
@@ -290,7 +290,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="qwen3-4b",
         name="Qwen3-4B",
-        source=(
+        source=N_(
             "config.json of Qwen/Qwen3-4B on the Hugging Face Hub; Qwen Team (2025), Qwen3 "
             "Technical Report"
         ),
@@ -310,7 +310,7 @@ PRESETS: tuple[ModelPreset, ...] = (
     ModelPreset(
         id="llama-3.1-8b",
         name="Llama-3.1-8B",
-        source=(
+        source=N_(
             "config.json of meta-llama/Llama-3.1-8B on the Hugging Face Hub; Llama Team "
             "(2024), The Llama 3 Herd of Models"
         ),

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 
 from app.core.errors import InputError
-from app.core.i18n import format_number, gettext
+from app.core.i18n import format_number, format_size, gettext, ngettext
 from app.core.limits import MAX_SEQ_LEN
 from app.core.rules import kv_heads_problem
 from app.features.cost.presets import PRESETS, PRESETS_BY_ID, ModelPreset
@@ -346,7 +346,7 @@ def cost_warnings(
     if weights > gpu_bytes:
         warnings.append(
             gettext("The weights alone (%(w)s) are larger than the GPU memory (%(gpu)s).")
-            % {"w": cost.binary_size(weights).text, "gpu": cost.binary_size(gpu_bytes).text}
+            % {"w": format_size(weights), "gpu": format_size(gpu_bytes)}
         )
     elif kv_bytes + weights > gpu_bytes:
         warnings.append(
@@ -355,15 +355,18 @@ def cost_warnings(
                 "(%(gpu)s): shorten the sequence, shrink the batch or quantize the cache."
             )
             % {
-                "total": cost.binary_size(kv_bytes + weights).text,
-                "gpu": cost.binary_size(gpu_bytes).text,
+                "total": format_size(kv_bytes + weights),
+                "gpu": format_size(gpu_bytes),
             }
         )
     if config.window is not None and config.global_layers == 0:
         warnings.append(
-            gettext(
+            ngettext(
+                "Every layer is windowed, so the cache stops growing at %(w)s token: any "
+                "length fits once that much does.",
                 "Every layer is windowed, so the cache stops growing at %(w)s tokens: any "
-                "length fits once that much does."
+                "length fits once that much does.",
+                config.window + config.sinks,
             )
             % {"w": format_number(config.window + config.sinks)}
         )

@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.errors import InputError, validation_errors
-from app.core.i18n import gettext
+from app.core.i18n import gettext, ngettext
 from app.core.limits import HARD_MAX_HEADS, HARD_MAX_WIDTH
 from app.core.rules import grouped_query_kv_heads, kv_head_choices, nearest_kv_heads
 from app.features.heads.schemas import HeadsRequest, HeadsResult
@@ -59,9 +59,12 @@ def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
     g = nearest_kv_heads(h, wanted)
     note = None
     if g != wanted:
-        note = gettext(
+        note = ngettext(
+            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query head; "
+            "showing g = %(g)s.",
             "%(wanted)s key/value heads cannot be shared evenly by %(h)s query heads; "
-            "showing g = %(g)s."
+            "showing g = %(g)s.",
+            h,
         ) % {"wanted": wanted, "h": h, "g": g}
     return form.model_copy(
         update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}

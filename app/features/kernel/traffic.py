@@ -69,7 +69,7 @@ def block_formulas(sram: int, d: int) -> dict[str, str]:
     """B_c = ⌈M / 4d⌉ and B_r = min(B_c, d) with M and d put in."""
     b_r, b_c = fl.sram_blocks(sram, d)
     return {
-        "b_c": f"B_c = ⌈M / 4d⌉ = ⌈{sram} / (4·{d})⌉ = {b_c}",
+        "b_c": f"B_c = ⌈M / 4d⌉ = ⌈{_n(sram)} / (4·{d})⌉ = {b_c}",
         "b_r": f"B_r = min(B_c, d) = min({b_c}, {d}) = {b_r}",
     }
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from app.core.errors import InputError, validation_errors
 from app.core.formatting import number_text
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_number, format_size, gettext
 from app.core.limits import MAX_GRID_WIDTH
 from app.features.lab.edits import apply_action, fit
 from app.features.lab.schemas import AttentionResult
@@ -25,7 +25,7 @@ from app.features.lab.state import (
 from app.features.lab.url import encode, state_params
 from app.features.stages.page import head_stages
 from app.features.stages.service import PositionDemo, position_demo
-from app.math.cost import binary_size, score_bytes, score_entries
+from app.math.cost import score_bytes, score_entries
 from app.settings import Settings
 from app.web.nav import NAV
 
@@ -209,10 +209,10 @@ def cost_panel(n: int) -> dict[str, Any]:
     return {
         "n": n,
         "entries": format_number(score_entries(n)),
-        "size": binary_size(score_bytes(n)).text,
+        "size": format_size(score_bytes(n)),
         "reference": format_number(REFERENCE_LENGTH),
         "reference_entries": format_number(score_entries(REFERENCE_LENGTH)),
-        "reference_size": binary_size(score_bytes(REFERENCE_LENGTH)).text,
+        "reference_size": format_size(score_bytes(REFERENCE_LENGTH)),
         "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
     }
 

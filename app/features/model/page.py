@@ -26,7 +26,7 @@ from app.features.model.reading import (
 from app.features.model.results import ModelHead
 from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
 from app.features.model.service import ModelResult, compute_model
-from app.features.model.store import MODEL_SHAPE
+from app.features.model.store import MODEL_SHAPE, load_model
 from app.features.stages.page import _table, head_stages
 from app.features.stages.results import OneHead
 from app.settings import Settings
@@ -212,4 +212,5 @@ def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str,
         return context, 503
     shape = (result.model.layers, result.model.heads)
     context.update(result=result, view=model_view(result, page), shape=shape, page=page)
+    context["source"] = load_model(settings.model_dir).source_text()
     return context, 200

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.core.i18n import N_, gettext
+from app.core.i18n import N_, format_number, gettext
 from app.features.model.service import ModelResult
 from app.math.roles import LABELS, POSITION_THRESHOLD, SPECIAL_THRESHOLD, broad_threshold
 from app.web.figures import heatmap, plotly_text
@@ -22,8 +22,14 @@ ROLE_NAMES = {  # API label → what the page calls it
     "sep": N_("[SEP]"),
     "broad": N_("broad"),
 }
-ROLE_SHORT = {"previous": "prev", "next": "next", "self": "self", "cls": "CLS", "sep": "SEP",
-              "broad": "broad"}  # fmt: skip
+ROLE_SHORT = {
+    "previous": N_("prev"),
+    "next": N_("next"),
+    "self": N_("self"),
+    "cls": "CLS",
+    "sep": "SEP",
+    "broad": N_("broad"),
+}  # fmt: skip  (the grid's badges)
 HEAD_COLOURS = (
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939",
@@ -72,13 +78,15 @@ def role_summary(result: ModelResult) -> list[dict[str, Any]]:
     """For each role: the heads that carry it, named, and the rule that gave the label."""
     n = len(result.tokens)
     rules = {
-        "previous": gettext("mean weight on the piece before > %(t)s") % {"t": POSITION_THRESHOLD},
-        "next": gettext("mean weight on the piece after > %(t)s") % {"t": POSITION_THRESHOLD},
-        "self": gettext("mean weight on itself > %(t)s") % {"t": POSITION_THRESHOLD},
-        "cls": gettext("mean weight on [CLS] > %(t)s") % {"t": SPECIAL_THRESHOLD},
-        "sep": gettext("mean weight on [SEP] > %(t)s") % {"t": SPECIAL_THRESHOLD},
-        "broad": gettext("mean entropy ≥ 0.8 · ln %(n)s = %(v).2f nats")
-        % {"n": n, "v": broad_threshold(n)},
+        "previous": gettext("mean weight on the piece before > %(t)s")
+        % {"t": format_number(POSITION_THRESHOLD)},
+        "next": gettext("mean weight on the piece after > %(t)s")
+        % {"t": format_number(POSITION_THRESHOLD)},
+        "self": gettext("mean weight on itself > %(t)s") % {"t": format_number(POSITION_THRESHOLD)},
+        "cls": gettext("mean weight on [CLS] > %(t)s") % {"t": format_number(SPECIAL_THRESHOLD)},
+        "sep": gettext("mean weight on [SEP] > %(t)s") % {"t": format_number(SPECIAL_THRESHOLD)},
+        "broad": gettext("mean entropy ≥ 0.8 · ln %(n)s = %(v)s nats")
+        % {"n": n, "v": format_number(broad_threshold(n), 2)},
     }
     summary = []
     for label in LABELS:
@@ -119,7 +127,9 @@ def badge_annotations(
                         "xanchor": "left",
                         "yanchor": "top",
                         "showarrow": False,
-                        "text": plotly_text(" ".join(ROLE_SHORT[x] for x in means["labels"])),
+                        "text": plotly_text(
+                            " ".join(gettext(ROLE_SHORT[x]) for x in means["labels"])
+                        ),
                         "font": {"size": 10, "color": "#ffffff"},
                         "bgcolor": "rgba(0,0,0,0.6)",
                     }
@@ -278,11 +288,11 @@ def line_view(result: ModelResult, heads: Sequence[tuple[int, int]], start: int)
                         "width": round(0.5 + 5 * weight, 2),
                         "opacity": round(min(1.0, 0.15 + 0.85 * weight), 3),
                         "colour": colour,
-                        "label": gettext("%(q)s → %(k)s: %(w).2f (%(head)s)")
+                        "label": gettext("%(q)s → %(k)s: %(w)s (%(head)s)")
                         % {
                             "q": result.tokens[i],
                             "k": result.tokens[j],
-                            "w": weight,
+                            "w": format_number(weight, 2),
                             "head": head_name(layer, head),
                         },
                     }

@@ -16,6 +16,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from app.core.errors import ModelUnavailableError
+from app.core.i18n import N_, gettext
 from app.math.minilm import CONFIG_FILE, WEIGHTS_FILE, Encoder, load_encoder
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -33,9 +34,19 @@ class LoadedModel:
     """The encoder's weights, its tokenizer, and where they came from."""
 
     name: str
-    source: str
+    source_format: str  # one of SOURCES, translated where it is shown
+    source_values: dict[str, str]
     encoder: Encoder
     tokenizer: Tokenizer
+
+    @property
+    def source(self) -> str:
+        """Where the weights came from, as the API says it (in English)."""
+        return self.source_format % self.source_values
+
+    def source_text(self) -> str:
+        """The same in the reader's language."""
+        return gettext(self.source_format) % self.source_values
 
 
 @dataclass(frozen=True)
@@ -55,10 +66,16 @@ def package_model_dir() -> Path | None:
     return Path(spec.origin).parent / "model"
 
 
-def _source(model_dir: Path) -> str:
+SOURCES = {
+    "package": N_("PyPI package %(package)s %(version)s, read with safetensors"),
+    "folder": N_("the folder %(folder)s, read with safetensors"),
+}
+
+
+def _source(model_dir: Path) -> tuple[str, dict[str, str]]:
     if model_dir == package_model_dir():
-        return f"PyPI package {PACKAGE} {metadata.version(PACKAGE)}, read with safetensors"
-    return f"the folder {model_dir}, read with safetensors"
+        return SOURCES["package"], {"package": PACKAGE, "version": metadata.version(PACKAGE)}
+    return SOURCES["folder"], {"folder": str(model_dir)}
 
 
 def _read(model_dir: Path) -> LoadedModel:
@@ -82,7 +99,7 @@ def _read(model_dir: Path) -> LoadedModel:
             f"The model {MODEL_NAME}'s files on this server cannot be read (they may be "
             f"damaged). Install them again with `{INSTALL_HINT}` and restart the app."
         ) from None
-    return LoadedModel(MODEL_NAME, _source(model_dir), encoder, tokenizer)
+    return LoadedModel(MODEL_NAME, *_source(model_dir), encoder, tokenizer)
 
 
 _lock = threading.Lock()

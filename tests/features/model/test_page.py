@@ -265,7 +265,7 @@ def test_long_sentences_get_the_similarity_without_the_ranking(client: TestClien
 def test_the_reading_is_in_spanish(client: TestClient) -> None:
     html = unescape(client.get("/model", params={"text": CAT, "lang": "es"}).text)
     assert "Qué hace cada cabeza en esta frase" in html
-    assert "token anterior 1.00" in html
+    assert "token anterior 1,00" in html  # the Spanish decimal comma
     assert "1 cabeza: capa 0 cabeza 2" in " ".join(html.split())
 
 

@@ -1,0 +1,95 @@
+"""The first screen shows attention: every page's main picture measured with
+getBoundingClientRect at 1280×800 (a laptop), 1280×720 (a projector, presenter mode) and
+390×844 (a phone). One page per viewport visits every page; a screenshot of each goes to
+artifacts/first-screen-<page>-<viewport>.png (made by the test run, not committed)."""
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.browser.conftest import save_screenshot
+
+# Each page and the figure that is its main picture.
+MAIN_PICTURE = {
+    "/": "fig-weights",
+    "/heads": "fig-heads",
+    "/cost": "fig-cost-scores",
+    "/kernel": "fig-tiled-progress",
+    "/model": "fig-grid",
+    "/walkthrough": "walk-x",
+}
+HEADER_MAX_PX = 120
+# The cells of a figure (plotly's drag layer) and the page's width and header, as drawn.
+MEASURE = """(figure) => {
+  const cells = (root) => [...root.querySelectorAll('rect.nsewdrag')]
+    .map((r) => r.getBoundingClientRect()).filter((r) => r.height > 0);
+  const main = cells(document.querySelector(`[data-figure='${figure}']`))[0];
+  const first = cells(document).sort((a, b) => a.top - b.top)[0];
+  const box = (r) => r && {top: r.top + scrollY, bottom: r.bottom + scrollY};
+  return {main: box(main), first: box(first), scrollY: scrollY,
+          width: document.documentElement.scrollWidth,
+          header: document.querySelector('.site-header').getBoundingClientRect().height};
+}"""
+
+
+def measure(page: Page, path: str, figure: str) -> dict[str, Any]:
+    page.goto(path)
+    page.locator(f"[data-figure='{figure}'] rect.nsewdrag").first.wait_for(timeout=30_000)
+    return page.evaluate(MEASURE, figure)
+
+
+def visit(browser: Browser, live_server: str, size: tuple[int, int], query: str = ""):
+    context = browser.new_context(
+        viewport={"width": size[0], "height": size[1]}, base_url=live_server
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for path, figure in MAIN_PICTURE.items():
+        box = measure(page, path + query, figure)
+        name = path.strip("/") or "lab"
+        save_screenshot(
+            page, f"first-screen-{name}-{size[0]}x{size[1]}{'-present' if query else ''}"
+        )
+        yield path, box, page
+    context.close()
+    assert errors == []
+
+
+def test_a_laptop_shows_each_main_picture_without_scrolling(
+    browser: Browser, live_server: str
+) -> None:
+    for path, box, _ in visit(browser, live_server, (1280, 800)):
+        assert box["scrollY"] == 0
+        assert box["width"] <= 1280, path
+        # The whole first block of cells is on the first screen, below the header.
+        assert box["header"] <= box["main"]["top"], path
+        assert box["main"]["bottom"] <= 800, f"{path}: its picture ends at {box['main']}"
+
+
+def test_a_projector_in_presenter_mode_shows_the_weights_and_the_breakdown(
+    browser: Browser, live_server: str
+) -> None:
+    seen = set()
+    for path, box, page in visit(browser, live_server, (1280, 720), "?present=1"):
+        assert box["width"] <= 1280, path
+        assert box["main"]["top"] < 720, f"{path}: its picture starts below the fold"
+        if path == "/":
+            assert box["main"]["bottom"] <= 720
+            table = page.locator("#query-table").bounding_box()
+            assert table is not None
+            assert table["y"] + table["height"] <= 720, "the breakdown ends below the fold"
+        seen.add(path)
+    assert seen == set(MAIN_PICTURE)
+
+
+@pytest.mark.parametrize("size", [(390, 844)])
+def test_a_phone_never_scrolls_sideways_and_reaches_a_heatmap_within_two_screens(
+    browser: Browser, live_server: str, size: tuple[int, int]
+) -> None:
+    width, height = size
+    for path, box, _ in visit(browser, live_server, size):
+        assert box["width"] <= width, f"{path} is {box['width']} px wide"
+        assert box["header"] <= HEADER_MAX_PX, path
+        assert box["first"]["top"] <= 2 * height, f"{path}: first heatmap at {box['first']}"

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from app.web.templating import fmt_vector
 from tests.browser.conftest import CHROMIUM_ARGS, axe_violations, save_screenshot
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
@@ -211,9 +212,9 @@ def lab_body(page: Page) -> dict[str, Any]:
     return {**body, "scale": state["scale_factor"] != 1}
 
 
-def kernel_matches_the_api(page: Page) -> None:
+def kernel_matches_the_api(page: Page) -> dict[str, Any]:
     """The traffic counts, the first tile's running maxima and the prefill's weights on
-    screen are the API's for the address bar's state."""
+    screen are the API's for the address bar's state; returns the API's decoding."""
     q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
     body = lab_body(page)
     tiling = {k: int(q[k]) for k in ("block_q", "block_k") if q.get(k)}
@@ -229,13 +230,19 @@ def kernel_matches_the_api(page: Page) -> None:
     assert column(page, "tile-rows", m_after + 1) == [
         printed(m) for m in tiled_json["steps"][0]["m"]
     ]
+    cache: dict[str, Any] = {"policy": q["cache"]}
+    if q["cache"] != "full":
+        cache["window"] = int(q["cache_window"])
+    if q["cache"] == "sinks":
+        cache["sinks"] = int(q["sinks"])
     decode = page.request.post(
-        "/api/kernel/decode", data={**body, "prompt": int(q["prompt"]), "cache": {"policy": "full"}}
+        "/api/kernel/decode", data={**body, "prompt": int(q["prompt"]), "cache": cache}
     ).json()
     shown = page.locator("#prefill-weights tbody tr").evaluate_all(
         "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.textContent.trim()))"
     )
     assert shown == [[printed(w) for w in row] for row in decode["prefill"]["weights"]]
+    return decode
 
 
 def test_typing_in_the_kernel(page: Page) -> None:
@@ -258,7 +265,17 @@ def test_typing_in_the_kernel(page: Page) -> None:
     page.select_option("#order", "fa1")
     settled(page, "order", "fa1")
     expect(page.locator("#tile-order")).to_have_text("fa1")
-    kernel_matches_the_api(page)
+    page.select_option("#cache-policy", "sinks")
+    settled(page, "cache", "sinks")
+    for selector, text, param in (
+        ("#cache-window", "3", "cache_window"),
+        ("#cache-sinks", "2", "sinks"),
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=True)
+        settled(page, param, typed)
+    decode = kernel_matches_the_api(page)
+    page.click("#decode-next")
+    expect(page.locator("#decode-output")).to_have_text(fmt_vector(decode["steps"][0]["output"], 3))
 
 
 def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page) -> None:

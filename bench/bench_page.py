@@ -69,6 +69,7 @@ TIME_ONE_EDIT = """async ([id, value]) => {
   const start = performance.now();
   cell.value = value;
   cell.dispatchEvent(new Event("input", { bubbles: true }));
+  if (cell.tagName === "SELECT") cell.dispatchEvent(new Event("change", { bubbles: true }));
   await until(() => Number(root.dataset.liveRedraws || 0) > before);
   const shown = performance.now() - start;
   await until(() => window.AttentionLab.pendingFigures() === 0);

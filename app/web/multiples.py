@@ -118,20 +118,59 @@ def small_multiples(
     selected: int | None = None,
     ids: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Several n × n weight matrices (one per head) as one figure: a grid of panels with
-    token labels on both axes of each, one shared colour bar on [0, 1] (layout.coloraxis),
-    and hidden cells in the hidden colour. One plotly figure draws many times faster than
-    one per head. Each panel's trace carries `meta.panel` (its entry of `ids`, by default
-    its index) for a click; `selected` (an id) is outlined."""
-    count = len(matrices)
+    """Several n × n weight matrices (one per head) as one heatmap trace: the panels tiled in
+    a grid with blank cells between them, each titled in the blank rows above it, the key
+    tokens along the top and the query tokens down the left (every column and row of panels
+    shares them), one colour bar on [0, 1] (layout.coloraxis), hidden cells in the hidden
+    colour. One trace on one pair of axes draws several times faster than a subplot per
+    head. `meta` says which panel a clicked cell belongs to: panels[cell row // rows][cell
+    column // cols], an entry of `ids` (by default the panel's index); `selected` (an id) is
+    outlined."""
+    count, n = len(matrices), len(labels)
     columns = max(1, min(columns, count))
     rows = math.ceil(count / columns)
+    ids = list(range(count)) if ids is None else list(ids)
+    above = max(1, math.ceil(n / 8))  # blank rows for a title: about 12 px at any n
+    step_x, step_y = n + 1, above + n
+    z = np.full((rows * step_y, columns * step_x - 1), np.nan)
+    covered = np.zeros(z.shape, dtype=bool)
+    hide = None if hidden is None else np.asarray(hidden, dtype=bool)
     tokens = _unique(labels)
     weight = plotly_text(gettext("weight"))
-    gap_x, gap_y = 0.06, 0.5 / max(rows, 1) * 0.45
-    width = (1 - gap_x * (columns - 1)) / columns
-    height = (1 - gap_y * (rows - 1)) / rows
-    data: list[dict[str, Any]] = []
+    panel_titles = [plotly_text(t) for t in titles]
+    hover = np.full(z.shape, "", dtype=object)
+    pairs = np.array([[f"{q} → {k}" for k in tokens] for q in tokens], dtype=object)
+    for i, matrix in enumerate(matrices):
+        r, c = divmod(i, columns)
+        cells = np.s_[r * step_y + above : (r + 1) * step_y, c * step_x : c * step_x + n]
+        block = np.asarray(matrix, dtype=float)
+        if hide is not None:
+            block = np.where(hide, np.nan, block)
+            covered[cells] = hide
+        z[cells] = block
+        hover[cells] = panel_titles[i] + "<br>" + pairs
+    x = [f"{c}·{j}" for c in range(columns) for j in range(step_x)][: z.shape[1]]
+    y = [f"{r}·{i}" for r in range(rows) for i in range(step_y)]
+    key_ticks = [(x[c * step_x + j], tokens[j]) for c in range(columns) for j in range(n)]
+    query_ticks = [(y[r * step_y + above + i], tokens[i]) for r in range(rows) for i in range(n)]
+    trace: dict[str, Any] = {
+        "type": "heatmap",
+        "z": np.round(z, 3),  # orjson writes NaN as null: the blank cells between panels
+        "x": x,
+        "y": y,
+        "coloraxis": "coloraxis",
+        "customdata": hover.tolist(),
+        "hoverongaps": False,
+        "hovertemplate": "%{customdata}<br>" + weight + " %{z:.3f}<extra></extra>",
+        "meta": {
+            "rows": step_y,
+            "cols": step_x,
+            "panels": [ids[r * columns : (r + 1) * columns] for r in range(rows)],
+        },
+    }
+    if n <= GAPS_UP_TO:
+        trace["xgap"] = trace["ygap"] = 1
+    axis = {"type": "category", "tickfont": {"size": 9}, "fixedrange": True, "showgrid": False}
     layout: dict[str, Any] = {
         "coloraxis": {
             "colorscale": SEQUENTIAL,
@@ -139,59 +178,36 @@ def small_multiples(
             "cmax": WEIGHT_RANGE[1],
             "colorbar": {"thickness": 12, "len": 0.9, "title": {"text": weight}},
         },
-        "annotations": [],
+        "xaxis": {**axis, "side": "top", "constrain": "domain",
+                  "tickvals": [v for v, _ in key_ticks], "ticktext": [t for _, t in key_ticks]},
+        "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
+                  "tickvals": [v for v, _ in query_ticks],
+                  "ticktext": [t for _, t in query_ticks]},
+        "annotations": [
+            {"text": panel_titles[i], "xref": "x", "yref": "y", "showarrow": False,
+             "x": (i % columns) * step_x + (n - 1) / 2,
+             "y": (i // columns) * step_y + above - 0.5, "yanchor": "bottom",
+             "font": {"size": 12}}
+            for i in range(count)
+        ],
         "shapes": [],
         "margin": {"l": 60, "r": 10, "t": 50, "b": 10},
         "height": 60 + 210 * rows,
-    }
-    covered = None if hidden is None else np.asarray(hidden, dtype=bool)
-    for i, matrix in enumerate(matrices):
-        r, c = divmod(i, columns)
-        suffix = "" if i == 0 else str(i + 1)
-        x0 = c * (width + gap_x)
-        y1 = 1 - r * (height + gap_y)
-        domain_x, domain_y = [x0, x0 + width], [y1 - height, y1]
-        axis = {"type": "category", "tickfont": {"size": 9}, "fixedrange": True}
-        layout[f"xaxis{suffix}"] = {**axis, "domain": domain_x, "anchor": f"y{suffix}",
-                                    "side": "top"}  # fmt: skip
-        layout[f"yaxis{suffix}"] = {**axis, "domain": domain_y, "anchor": f"x{suffix}",
-                                    "autorange": "reversed"}  # fmt: skip
-        z = np.asarray(matrix, dtype=float)
-        if covered is not None:
-            z = np.where(covered, np.nan, z)
-        trace: dict[str, Any] = {
-            "type": "heatmap",
-            "z": np.round(z, 3),
-            "x": tokens,
-            "y": tokens,
-            "xaxis": f"x{suffix}",
-            "yaxis": f"y{suffix}",
-            "coloraxis": "coloraxis",
-            "hoverongaps": False,
-            "hovertemplate": f"{plotly_text(titles[i])}<br>%{{y}} → %{{x}}<br>{weight} "
-            "%{z:.3f}<extra></extra>",
-            "meta": {"panel": ids[i] if ids is not None else i},
-        }
-        if len(tokens) <= GAPS_UP_TO:
-            trace["xgap"] = trace["ygap"] = 1
-        data.append(trace)
-        if covered is not None and covered.any():
-            over = hidden_trace(covered, trace)
-            over["showlegend"] = i == 0
-            over["legendgroup"] = "hidden"
-            data.append(over)
-        layout["annotations"].append(
-            {"text": plotly_text(titles[i]), "xref": "paper", "yref": "paper", "showarrow": False,
-             "x": x0 + width / 2, "y": y1, "yshift": 22, "yanchor": "bottom",
-             "font": {"size": 12}}
+    }  # fmt: skip
+    if selected is not None and selected in ids:
+        r, c = divmod(ids.index(selected), columns)
+        top = r * step_y + above
+        layout["shapes"].append(
+            {"type": "rect", "xref": "x", "yref": "y", "x0": c * step_x - 0.5,
+             "x1": c * step_x + n - 0.5, "y0": top - 0.5, "y1": top + n - 0.5,
+             "line": {"color": "#c2410c", "width": 3}}
         )  # fmt: skip
-        if selected == (ids[i] if ids is not None else i):
-            layout["shapes"].append(
-                {"type": "rect", "xref": "paper", "yref": "paper", "x0": domain_x[0],
-                 "x1": domain_x[1], "y0": domain_y[0], "y1": domain_y[1],
-                 "line": {"color": "#c2410c", "width": 3}}
-            )  # fmt: skip
-    if covered is not None and covered.any():
+    data = [trace]
+    if covered.any():
+        over = hidden_trace(covered, trace)
+        over["customdata"] = trace["customdata"]  # which head, query and key, then "hidden"
+        over["hovertemplate"] = "%{customdata}<br>" + over["name"] + "<extra></extra>"
+        data.append(over)
         layout["showlegend"] = True
         layout["legend"] = {"orientation": "h", "x": 0, "y": 0, "yanchor": "top"}
         layout["margin"]["b"] = 40

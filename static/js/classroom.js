@@ -56,9 +56,11 @@
     return Boolean(el && el.closest && el.closest("input, textarea, select, [contenteditable]"));
   }
 
+  // A click, not a jump: a page that updates itself (the walk-through's steps) may take the
+  // link over; elsewhere the click follows it.
   function follow(selector) {
     const link = document.querySelector(selector);
-    if (link) window.location.assign(link.href);
+    if (link) link.click();
   }
 
   function toggleControls() {

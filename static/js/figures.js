@@ -111,7 +111,15 @@
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
     const fig = JSON.parse(text);
-    window.Plotly.react(el, traces(fig.data, el, fig.layout), themed(fig.layout), config())
+    // Only the layout changed (an outline moved to the selected head): the traces already
+    // drawn are handed back as they are, so plotly.react sees the same data and redraws
+    // only what the layout changed instead of computing every heatmap again.
+    const dataText = JSON.stringify([fig.data, fig.layout.margin]); // what traces() reads
+    if (el.drawnData !== dataText) {
+      el.drawnData = dataText;
+      el.drawnTraces = traces(fig.data, el, fig.layout);
+    }
+    window.Plotly.react(el, el.drawnTraces, themed(fig.layout), config())
       .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }
 

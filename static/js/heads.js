@@ -30,15 +30,19 @@
     heads.update({ now: true });
   }
 
-  // A click on a head in the figure of every head opens it (meta.panel is its number).
+  // A click on a head in the figure of every head opens it: the figure is one heatmap of
+  // panels, and its meta names the head of each (panels[row // rows][column // cols]).
   document.addEventListener("figure:drawn", function (event) {
     const plot = event.target;
     if (plot.dataset.figure !== "fig-heads" || plot.dataset.clickable) return;
     plot.dataset.clickable = "1";
     plot.on("plotly_click", function (data) {
       const point = data.points && data.points[0];
-      const meta = point && point.data && point.data.meta;
-      if (meta && meta.panel !== undefined) open(meta.panel);
+      const meta = plot.data[0].meta;
+      if (!point || !meta || !Array.isArray(point.pointNumber)) return;
+      const row = meta.panels[Math.floor(point.pointNumber[0] / meta.rows)] || [];
+      const head = row[Math.floor(point.pointNumber[1] / meta.cols)];
+      if (head !== undefined) open(head);
     });
   });
 

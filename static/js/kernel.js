@@ -1,58 +1,51 @@
-// The /kernel page's stepping: the step links work without JavaScript (each is the URL of
-// the next state); here they fetch the server's rendering of that URL and swap it in,
-// ← and → step the walk-through in use, and Play steps on its own. No arithmetic here.
+// The /kernel page, live (static/js/live.js): an edit of the form asks the server for the
+// page of the new state and swaps in the results; the step links work without JavaScript
+// (each is the URL of the next state), and here they fetch that URL through the same helper
+// and swap in only the walk-through that moved (and the other one's step links, which carry
+// the new state). ← and → step the walk-through in use, and Play steps on its own. No
+// arithmetic here.
 "use strict";
 
 (function () {
+  if (!document.getElementById("kernel-form") || !window.AttentionLab || !window.AttentionLab.live) return;
   const PLAY_EVERY_MS = 1500;
+  const WALKS = ["tiled", "decode"];
   let active = "tiled";
   let timer = null;
   let playing = null;
 
-  function bodies(root) {
-    return root.querySelectorAll("[data-walk-body]");
-  }
-
-  // Swap in the server's rendering of `url`: the whole body of the walk-through that moved
-  // (or of both, when `walk` is null), and only the step links of the other one, whose
-  // figures stay as they are but whose links must carry the new state.
-  async function show(url, push, focusId, walk) {
-    const response = await fetch(url, { headers: { Accept: "text/html" } });
-    if (!response.ok) return false;
-    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
-    const redraw = [];
-    bodies(fresh).forEach(function (body) {
-      const name = body.dataset.walkBody;
-      const old = document.querySelector('[data-walk-body="' + name + '"]');
-      if (!old) return;
-      if (walk === null || name === walk) {
-        const adopted = document.adoptNode(body);
-        old.replaceWith(adopted);
-        redraw.push(adopted);
-      } else {
-        old.querySelector(".stepper").replaceWith(document.adoptNode(body.querySelector(".stepper")));
+  const kernel = window.AttentionLab.live({
+    form: "kernel-form",
+    url: function (params) { return "/kernel?" + params.toString(); },
+    regions: function (doc, job) {
+      if (doc.liveStatus === 422) { // the sentences say what to fix; the results are older
+        document.getElementById("kernel-results").classList.add("stale");
+        return ["lab-messages"];
       }
-    });
-    if (push) history.pushState(null, "", url);
-    if (window.AttentionLab && window.AttentionLab.followState) window.AttentionLab.followState();
-    if (window.AttentionLab && window.AttentionLab.drawFigures) {
-      redraw.forEach(function (body) { window.AttentionLab.drawFigures(body); });
-    }
-    const target = focusId && document.getElementById(focusId);
-    if (target) target.focus();
-    return true;
-  }
+      if (job.walk === null) return WALKS.map(function (w) { return w + "-body"; });
+      if (job.walk) {
+        const other = WALKS.filter(function (w) { return w !== job.walk; })[0];
+        return [job.walk + "-body", other + "-stepper"];
+      }
+      return ["kernel-form", "kernel-results"];
+    },
+    address: function (doc, url) { return doc.liveStatus === 422 ? null : url; },
+  });
 
   function link(walk, dir) {
     return document.querySelector('a[data-walk="' + walk + '"][data-dir="' + dir + '"]');
+  }
+
+  // A step of one walk-through (`walk`), or both (null: back in the history).
+  function show(url, walk, push) {
+    return kernel.update({ url: url, walk: walk, push: push, now: true });
   }
 
   function step(walk, dir) {
     const a = link(walk, dir);
     if (!a) return Promise.resolve(false);
     active = walk;
-    const keepFocus = document.activeElement && document.activeElement.id;
-    return show(a.href, true, keepFocus, walk);
+    return show(a.href, walk, true);
   }
 
   function stopPlaying() {
@@ -85,7 +78,8 @@
     if (a && !event.ctrlKey && !event.metaKey && !event.shiftKey && event.button === 0) {
       event.preventDefault();
       active = a.dataset.walk;
-      show(a.href, true, a.id, a.dataset.walk);
+      a.focus(); // the link keeps focus through the swap (live.js keeps the focused element)
+      show(a.href, a.dataset.walk, true);
       return;
     }
     const play = event.target.closest("[data-play]");
@@ -103,7 +97,7 @@
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     // Typing in the form, or scrolling a wide table with the arrows, never steps.
-    if (event.target.closest("input, select, textarea, [contenteditable], .table-scroll")) return;
+    if (window.AttentionLab.typing() || event.target.closest(".table-scroll")) return;
     const dir = { ArrowLeft: "prev", ArrowRight: "next" }[event.key];
     if (!dir) return;
     event.preventDefault();
@@ -112,13 +106,11 @@
 
   window.addEventListener("popstate", function () {
     stopPlaying();
-    show(location.href, false, null, null);
+    show(location.pathname + location.search, null, false);
   });
 
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("[data-play]").forEach(function (button) {
-      button.dataset.playLabel = button.textContent;
-      button.hidden = false;
-    });
+  document.querySelectorAll("[data-play]").forEach(function (button) {
+    button.dataset.playLabel = button.textContent;
+    button.hidden = false;
   });
 })();

@@ -69,12 +69,12 @@
     },
   });
 
-  form.addEventListener("input", function (event) {
+  form.addEventListener("change", function (event) {
     if (event.target.classList.contains("pattern-cell")) {
       const custom = form.querySelector("#mask-custom");
       if (custom && !custom.checked) {
         custom.checked = true;
-        custom.dispatchEvent(new Event("input", { bubbles: true }));
+        custom.dispatchEvent(new Event("change", { bubbles: true }));
       }
     }
   }, true); // before live.js reads the form

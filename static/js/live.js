@@ -3,8 +3,10 @@
 // this file asks for that rendering, swaps in the parts that changed, and keeps the address
 // bar and the header's links equal to the state.
 //
-//   AttentionLab.live({ form, url, regions, delay, address, done }) → { update(extra) }
+//   AttentionLab.live({ form, url, regions, delay, address, done }) → { update(job) }
 //     form     id of the form whose input/change/submit events ask for an update
+//     update   asks for the form's state; a job { url, push: true } asks for that URL instead
+//              (a step link) and adds it to the history rather than replacing the entry
 //     url      (params) → the URL to fetch for the form's state (default: action + params)
 //     params   (form, submitter) → URLSearchParams of the state (default: the form's fields)
 //     regions  ids of the elements to take from the answer (the same ids on the page), or
@@ -18,7 +20,8 @@
 //   AttentionLab.followState()    rewrite the header's links from the address bar
 //
 // The rules it keeps, whatever the page:
-//   - an edit waits `delay` ms for the next key (debounce); a newer request aborts the one
+//   - a key typed into a field waits `delay` ms for the next key (debounce); a choice (a
+//     select, a box, a radio button, a button) asks at once; a newer request aborts the one
 //     under way, and an answer that is not the newest is ignored;
 //   - the element that has focus is never replaced or moved: its ancestors are kept and only
 //     their other children are swapped, so focus, caret and selection survive every update;
@@ -27,6 +30,7 @@
 
 (function () {
   const VIEW_PARAMS = ["lang", "present", "embed"]; // app/classroom.py VIEW_PARAMS
+  const KEYED_TYPES = /^(text|number|search|email|url|tel)$/; // fields typed into key by key
   let redraws = 0;
 
   // ---------------------------------------------------------------- swapping
@@ -53,10 +57,10 @@
   function keepFocused(old, fresh, active) {
     if (old === active) {
       copyAttributes(old, fresh, true); // its value is what the reader is typing
-      if (old.tagName === "SELECT") {
+      if (old.tagName !== "INPUT" && old.tagName !== "TEXTAREA") { // a select, a link, a button
         const value = old.value;
         old.replaceChildren.apply(old, Array.from(fresh.childNodes));
-        old.value = value;
+        if (old.tagName === "SELECT") old.value = value;
       }
       return;
     }
@@ -175,7 +179,7 @@
     function run(job) {
       const f = form();
       if (!f) return Promise.resolve(false);
-      const url = urlFor(paramsOf(f, job.submitter, job));
+      const url = job.url || urlFor(paramsOf(f, job.submitter, job));
       const mine = ++ticket;
       if (pending) pending.abort();
       pending = new AbortController();
@@ -208,7 +212,8 @@
             fetch: t1 - t0, parse: t2 - t1, swapAndDraw: performance.now() - t2,
           };
           if (address) {
-            window.history.replaceState(null, "", address);
+            if (job.push) window.history.pushState(null, "", address);
+            else window.history.replaceState(null, "", address);
             followState();
           }
           if (options.done) options.done(doc, job);
@@ -242,14 +247,13 @@
       return f && (event.target.form === f || f.contains(event.target));
     }
 
+    // Keys typed into a field ask on input, after the debounce; selects, boxes and radio
+    // buttons ask on change, at once (a choice is made in one go: nothing to wait for).
     document.addEventListener("input", function (event) {
-      if (mine(event)) update({ target: event.target });
+      if (mine(event) && keyed(event.target)) update({ target: event.target });
     });
     document.addEventListener("change", function (event) {
-      // Text fields already asked on input; selects, checkboxes and radios ask here.
-      if (mine(event) && !/^(text|number|search)$/.test(event.target.type)) {
-        update({ target: event.target });
-      }
+      if (mine(event) && !keyed(event.target)) update({ target: event.target, now: true });
     });
     document.addEventListener("submit", function (event) {
       if (event.target !== form()) return;
@@ -257,6 +261,10 @@
       update({ now: true, submitter: event.submitter || null, target: event.submitter });
     });
     return { update: update };
+  }
+
+  function keyed(el) {
+    return el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && KEYED_TYPES.test(el.type));
   }
 
   // A form field that has focus owns the keyboard: no page shortcut may fire from it.

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from app.web.templating import fmt_vector
 from tests.browser.conftest import axe_violations, save_screenshot
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
@@ -41,14 +42,17 @@ def type_like_a_teacher(page: Page, selector: str, text: str, *, replace: bool) 
     else:
         field.press("End")
         expected = field.input_value()
-    field_id = field.get_attribute("id")
+    number = field.get_attribute("type") == "number"
     for key in text:
         field.press_sequentially(key, delay=0)
         expected += key
         page.wait_for_timeout(KEY_DELAY_MS)
-        focused = page.evaluate("document.activeElement && document.activeElement.id")
-        assert focused == field_id, f"typing {key!r} in #{field_id} moved focus to {focused!r}"
-        assert field.input_value() == expected, f"#{field_id} lost what was typed"
+        focused = field.evaluate("el => el === document.activeElement")
+        assert focused, f"typing {key!r} in {selector} moved focus to " + page.evaluate(
+            "document.activeElement.tagName + '#' + document.activeElement.id"
+        )
+        if not (number and expected.endswith(".")):  # a number field's value hides "0."
+            assert field.input_value() == expected, f"{selector} lost what was typed"
         assert urlsplit(page.url).query.find("present=1") == -1, "a key reached a shortcut"
     return expected
 
@@ -198,6 +202,121 @@ def test_typing_in_cost(page: Page, selector: str, text: str) -> None:
     )
 
 
+# ---------------------------------------------------------------- /kernel and the walk-through
+
+
+def lab_body(page: Page) -> dict[str, Any]:
+    """The head of the address bar's state, every input spelled out (from /lab.json)."""
+    state = page.request.get("/lab.json?" + urlsplit(page.url).query).json()
+    body = {k: state[k] for k in ("tokens", "x", "w_q", "w_k", "w_v", "mask", "positional")}
+    return {**body, "scale": state["scale_factor"] != 1}
+
+
+def kernel_matches_the_api(page: Page) -> dict[str, Any]:
+    """The traffic counts, the first tile's running maxima and the prefill's weights on
+    screen are the API's for the address bar's state; returns the API's decoding."""
+    q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    body = lab_body(page)
+    tiling = {k: int(q[k]) for k in ("block_q", "block_k") if q.get(k)}
+    tiled = page.request.post("/api/kernel/tiled", data={**body, **tiling, "order": q["order"]})
+    tiled_json = tiled.json()
+    expect(page.locator("#traffic-tiled-reads")).to_have_text(
+        f"{tiled_json['traffic']['tiled']['reads']:,}"
+    )
+    expect(page.locator("#traffic-tiled-writes")).to_have_text(
+        f"{tiled_json['traffic']['tiled']['writes']:,}"
+    )
+    m_after = 3 if q["order"] == "fa1" else 2  # fa1 adds the tile's own maximum before it
+    assert column(page, "tile-rows", m_after + 1) == [
+        printed(m) for m in tiled_json["steps"][0]["m"]
+    ]
+    cache: dict[str, Any] = {"policy": q["cache"]}
+    if q["cache"] != "full":
+        cache["window"] = int(q["cache_window"])
+    if q["cache"] == "sinks":
+        cache["sinks"] = int(q["sinks"])
+    decode = page.request.post(
+        "/api/kernel/decode", data={**body, "prompt": int(q["prompt"]), "cache": cache}
+    ).json()
+    shown = page.locator("#prefill-weights tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(td => td.textContent.trim()))"
+    )
+    assert shown == [[printed(w) for w in row] for row in decode["prefill"]["weights"]]
+    return decode
+
+
+def test_typing_in_the_kernel(page: Page) -> None:
+    """Every number field and the text of /kernel, one page: the results follow each edit
+    and the field being typed in is never replaced."""
+    page.goto("/kernel")
+    expect(page.locator("[data-figure='fig-tiled-progress'] .main-svg").first).to_be_visible()
+    page.click("#tiled-next")  # a step first: an edit of the state starts the steps again
+    expect(page.locator("#tiled-status")).to_contain_text("Step 2 of 4")
+    for selector, text, replace, param in (
+        ("input[name=tokens]", " dog", False, "tokens"),
+        ("input[name=block_q]", "3", True, "block_q"),
+        ("input[name=block_k]", "1", True, "block_k"),
+        ("input[name=prompt]", "3", True, "prompt"),
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=replace)
+        settled(page, param, typed.replace(" ", "+"))
+        kernel_matches_the_api(page)
+    expect(page.locator("#tiled-status")).to_contain_text("Step 1 of")
+    page.select_option("#order", "fa1")
+    settled(page, "order", "fa1")
+    expect(page.locator("#tile-order")).to_have_text("fa1")
+    page.select_option("#cache-policy", "sinks")
+    settled(page, "cache", "sinks")
+    for selector, text, param in (
+        ("#cache-window", "3", "cache_window"),
+        ("#cache-sinks", "2", "sinks"),
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=True)
+        settled(page, param, typed)
+    decode = kernel_matches_the_api(page)
+    page.click("#decode-next")
+    expect(page.locator("#decode-output")).to_have_text(fmt_vector(decode["steps"][0]["output"], 3))
+
+
+def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page) -> None:
+    """Steps swap in where the reader is (no reload, the figure stays on screen); the guess
+    is typed key by key and revealed only when it is sent; the toolbar saves SVG."""
+    page.goto("/walkthrough?step=masked&predict=1")
+    expect(page.locator("[data-figure='walk-masked'] .main-svg").first).to_be_visible()
+    page.evaluate("window.__samePage = true")
+    page.locator("#walk-next").click()
+    expect(page).to_have_url(re.compile(r"step=weights"))
+    assert page.evaluate("window.__samePage === true"), "the step reloaded the page"
+    typed = type_like_a_teacher(page, "#guess", "0.6", replace=True)
+    expect(page.locator("#guess-result")).to_have_count(0)  # typing reveals nothing
+    page.locator("#guess").press("Enter")
+    expect(page).to_have_url(re.compile(r"[?&]guess="))
+    q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+    assert q["guess"] == typed
+    rows = page.request.post(
+        "/api/attention", data={**lab_body(page), "query": int(q.get("query", 1))}
+    ).json()["query"]["rows"]
+    weight = printed(rows[int(q["key"])]["weight"])
+    expect(page.locator("#guess-result")).to_contain_text(f"the weight is {weight}")
+    figure = page.locator("[data-figure='walk-weights']")
+    expect(figure.locator(".main-svg").first).to_be_visible()
+    box = figure.bounding_box()
+    assert box is not None
+    assert 0 <= box["y"] < 800, "the step's figure is off the screen"
+    page.locator("h1").click()  # focus off the fields: ← is the page's key again
+    page.keyboard.press("ArrowLeft")
+    expect(page).to_have_url(re.compile(r"step=masked"))
+    expect(page.locator("#step-title")).to_contain_text("Step 5")
+    assert page.evaluate("window.__samePage === true")
+    expect(page.locator("#walk-masked-table tbody tr td").first).to_be_visible()
+    plot = page.locator("[data-figure='walk-masked']")
+    plot.hover()
+    label = page.evaluate("document.body.dataset.svgLabel")
+    with page.expect_download() as download:
+        plot.locator(f".modebar-btn[data-title='{label}']").click()
+    assert download.value.suggested_filename.endswith(".svg")
+
+
 def test_shortcuts_never_fire_from_a_field(page: Page) -> None:
     page.goto("/")
     type_like_a_teacher(page, "#tokens", " p c", replace=False)
@@ -252,7 +371,7 @@ def check_colour_ranges(page: Page) -> int:
 @pytest.mark.parametrize(
     "path",
     ["/", "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3", "/walkthrough?step=weights",
-     "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3"],
+     "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3", "/model"],
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
@@ -293,9 +412,8 @@ def test_presenter_mode_shows_weights_and_breakdown_without_scrolling(page: Page
     save_screenshot(page, "teacher-lab-present-1280x720")
 
 
-@pytest.mark.parametrize(
-    "path", ["/", "/walkthrough", "/heads", "/cost", "/kernel", "/model", "/lessons", "/docs"]
-)
+# The pages with a main picture are measured on a phone in test_first_screen.py.
+@pytest.mark.parametrize("path", ["/lessons", "/docs"])
 def test_phones_never_scroll_sideways(open_page: Callable[..., Page], path: str) -> None:
     page = open_page(390, 844)
     page.goto(path)

@@ -13,7 +13,7 @@ from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.lab.page import lab_page
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
-from app.web.templating import templates
+from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
 pages = APIRouter(include_in_schema=False)
@@ -37,4 +37,4 @@ def kernel(request: Request, query: KernelQuery, settings: SettingsDep) -> Respo
     """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
     context = kernel_context(lab_page(query.items, settings), query.last(), settings)
     status = 422 if context["messages"]["problems"] else 200
-    return templates.TemplateResponse(request, "kernel/kernel.html", context, status_code=status)
+    return page_response(request, "kernel/kernel.html", context, status)

@@ -16,6 +16,7 @@ from app.features.stages.schemas import MaskSpec
 from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
+from tests.web.test_figures import panel
 
 
 def page(**params: Any) -> dict[str, Any]:
@@ -57,14 +58,13 @@ def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
     assert "head=5" in context["head_urls"][5]
     # Every head in one figure: a row of 4 panels per key/value head, one colour axis on 0–1.
     fig = context["figures"]["heads"]
-    panels = [t for t in fig["data"] if t.get("coloraxis") == "coloraxis"]
-    assert [t["meta"]["panel"] for t in panels] == list(range(8))
+    assert fig["data"][0]["meta"]["panels"] == [[0, 1, 2, 3], [4, 5, 6, 7]]  # row 2: KV 1
     assert [a["text"] for a in fig["layout"]["annotations"]][4] == "head 4 · KV 1"
     assert (fig["layout"]["coloraxis"]["cmin"], fig["layout"]["coloraxis"]["cmax"]) == (0.0, 1.0)
-    assert fig["layout"]["yaxis5"]["domain"][1] < fig["layout"]["yaxis"]["domain"][0]  # row 2
-    for i, t in enumerate(panels):
+    n = len(context["result"].tokens)
+    for i in range(8):
         weights = context["result"].heads[i].weights
-        np.testing.assert_allclose(t["z"], np.round(weights, 3))
+        np.testing.assert_allclose(panel(fig, i, n), np.round(weights, 3))
 
 
 def test_every_figure_of_the_page_is_valid_plotly() -> None:

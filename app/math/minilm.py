@@ -13,8 +13,8 @@ token sees every token (one sentence, no padding, so the mask hides nothing).
 Switching a head off (ablation) zeroes its block of the concatenation before W_O, which is
 what a head mask of 0 does in the reference implementation: the head still attends, but
 nothing it found reaches the rest of the model. Everything downstream is recomputed.
-`forward` keeps every stage of one run; app/math/ablation.py runs many ablations of one
-sentence at once.
+`forward` keeps each head's q, k, v, weights and output (its scores on request);
+app/math/ablation.py runs many ablations of one sentence at once through the same functions.
 
 Row-vector convention as in app/math/attention.py: Q = x·W_Q, so W_Q is d_model × d_model here.
 The weight files store each Linear layer as (out, in); `load_encoder` transposes them.
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from app.math.attention import HeadStages, build_mask, masked_softmax
+from app.math.attention import HeadStages, build_mask
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -144,14 +144,21 @@ def load_encoder(model_dir: Path) -> Encoder:
 
 
 # ---------------------------------------------------------------- building blocks
+#
+# In float32 (the weights' type) and in place where it can: at 256 word pieces a layer holds
+# 256 × 1536 feed-forward and 12 × 256 × 256 attention numbers, and a new array of that size
+# costs more to obtain (fresh pages from the operating system) than to fill. Every function
+# works row by row on any leading shape: app/math/ablation.py batches runs through them.
 
 
 def layer_norm(x: np.ndarray, norm: LayerNormWeights, eps: float) -> np.ndarray:
-    """(x − mean) / √(variance + ε) · γ + β, over each row's d_model numbers."""
-    mean = x.mean(axis=-1, keepdims=True)  # (n, 1)
-    centred = x - mean
-    variance = (centred * centred).mean(axis=-1, keepdims=True)  # (n, 1)
-    return centred / np.sqrt(variance + eps) * norm.gamma + norm.beta
+    """(x − mean) / √(variance + ε) · γ + β, over each row's d_model numbers (x is kept)."""
+    centred = x - x.mean(axis=-1, keepdims=True)  # (…, n, d_model), a new array
+    variance = np.square(centred).mean(axis=-1, keepdims=True)  # (…, n, 1)
+    centred /= np.sqrt(variance + eps)
+    centred *= norm.gamma
+    centred += norm.beta
+    return centred
 
 
 # erfc(z) ≈ t·exp(−z² + P(t)), t = 1 / (1 + z/2), for z ≥ 0: Chebyshev fit with relative
@@ -162,30 +169,44 @@ _ERFC_COEFFICIENTS = (
 )  # fmt: skip
 
 
-def erfc(x: np.ndarray) -> np.ndarray:
-    """The complementary error function 1 − erf(x), elementwise (numpy has no erf).
+def erfc_(z: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+    """z ← erfc(z) = 1 − erf(z) for z ≥ 0, elementwise and in place (numpy has no erf).
 
-    Worked in place on two arrays of x's shape: at 256 word pieces the feed-forward block
-    calls it on 256 × 1536 numbers per layer.
+    t, if given, is scratch space of z's shape (its contents are lost). A trailing _ marks
+    a function that overwrites its argument, as in PyTorch.
     """
-    z = np.abs(x)
-    t = 0.5 * z
+    t = np.multiply(z, 0.5, out=t)
     t += 1.0
     np.reciprocal(t, out=t)  # t = 1 / (1 + z/2)
-    poly = np.full_like(t, _ERFC_COEFFICIENTS[-1])
-    for c in reversed(_ERFC_COEFFICIENTS[:-1]):
+    poly = t * _ERFC_COEFFICIENTS[-1]
+    poly += _ERFC_COEFFICIENTS[-2]
+    for c in reversed(_ERFC_COEFFICIENTS[:-2]):  # Horner: P(t) = c_0 + t·(c_1 + t·(…))
         poly *= t
         poly += c
     np.square(z, out=z)
     poly -= z  # P(t) − z²
     np.exp(poly, out=poly)
-    poly *= t  # the tail t·exp(−z² + P(t)) = erfc(|x|)
-    return np.where(x >= 0, poly, 2.0 - poly)
+    return np.multiply(poly, t, out=z)  # t·exp(−z² + P(t))
 
 
-def gelu(x: np.ndarray) -> np.ndarray:
-    """GELU(x) = x · Φ(x) = x/2 · (1 + erf(x/√2)) = x/2 · erfc(−x/√2): the exact form."""
-    return 0.5 * x * erfc(-x / math.sqrt(2.0))
+_SQRT_HALF = math.sqrt(0.5)
+
+
+def gelu_(x: np.ndarray) -> np.ndarray:
+    """x ← GELU(x) = x · Φ(x), in place, with the exact normal CDF Φ (the erf form).
+
+    Φ(x) = 1 − Φ(−x) gives one formula for both signs, with Φ(−|x|) = erfc(|x|/√2) / 2:
+
+        GELU(x) = max(x, 0) − |x| · Φ(−|x|)
+    """
+    size = np.abs(x)
+    tail = np.multiply(size, _SQRT_HALF)
+    erfc_(tail, t=size)
+    tail *= 0.5  # Φ(−|x|)
+    tail *= np.abs(x, out=size)
+    np.maximum(x, 0.0, out=x)
+    x -= tail
+    return x
 
 
 # ---------------------------------------------------------------- the forward pass
@@ -195,17 +216,33 @@ Head = tuple[int, int]  # (layer, head), 0-based
 
 @dataclass(frozen=True)
 class LayerStages:
-    """What one layer computed: its input, every head's stages, what attention added."""
+    """What one layer computed: its input, every head's q, k, v, weights and output, what
+    attention added, and the hidden state it passed on."""
 
     x: np.ndarray  # (n, d_model) the hidden state entering the layer
-    heads: list[HeadStages]  # h heads, each with q, k, v of width d_head
+    q: np.ndarray  # (h, n, d_head)
+    k: np.ndarray  # (h, n, d_head)
+    v: np.ndarray  # (h, n, d_head)
+    weights: np.ndarray  # (h, n, n) softmax(q·kᵀ / √d_head), row by row
+    outputs: np.ndarray  # (h, n, d_head) weights · v, as each head computed it
     attention: np.ndarray  # (n, d_model) the attention block's part: concat·W_O + b_O
     output: np.ndarray  # (n, d_model) the hidden state leaving the layer
     ablated: frozenset[int] = frozenset()  # heads whose output was zeroed before W_O
 
-    @property
-    def weights(self) -> np.ndarray:
-        return np.stack([head.weights for head in self.heads])  # (h, n, n)
+    def head(self, i: int) -> HeadStages:
+        """Head i's stages, as app/math/attention.py's `attend` names them.
+
+        A run keeps only the weights of its 72 heads; a head's scores and scaled scores
+        are computed again from its q and k when asked for (keeping them for every head
+        would triple a run's largest arrays).
+        """
+        q, k = self.q[i], self.k[i]
+        scores = q @ k.T  # (n, n)
+        scale_factor = float(np.sqrt(q.shape[-1]))
+        scaled = scores / scale_factor
+        allowed = build_mask(len(q))  # bidirectional, nothing padded: nothing is masked
+        return HeadStages(q, k, self.v[i], scores, scale_factor, scaled, allowed, scaled,
+                          self.weights[i], self.outputs[i])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -214,15 +251,12 @@ class EncoderStages:
 
     embeddings: np.ndarray  # (n, d_model) the first x
     layers: list[LayerStages]
+    weights: np.ndarray  # (L, h, n, n) every head's weights; layer l's are layers[l].weights
 
     @property
     def hidden_states(self) -> list[np.ndarray]:
         """L + 1 states: the embeddings, then each layer's output."""
         return [self.embeddings, *(layer.output for layer in self.layers)]
-
-    @property
-    def weights(self) -> np.ndarray:
-        return np.stack([layer.weights for layer in self.layers])  # (L, h, n, n)
 
     @property
     def ablated(self) -> frozenset[Head]:
@@ -237,64 +271,89 @@ def embed(encoder: Encoder, ids: np.ndarray, type_ids: np.ndarray) -> np.ndarray
 
 
 def split_heads(y: np.ndarray, heads: int) -> np.ndarray:
-    """(n, h·d_head) → (h, n, d_head): head i gets columns i·d_head … (i+1)·d_head − 1."""
-    n, width = y.shape
-    return np.ascontiguousarray(y.reshape(n, heads, width // heads).transpose(1, 0, 2))
+    """(…, n, h·d_head) → (…, h, n, d_head): head i gets columns i·d_head … (i+1)·d_head − 1."""
+    *lead, n, width = y.shape
+    return np.ascontiguousarray(np.swapaxes(y.reshape(*lead, n, heads, width // heads), -3, -2))
 
 
-def attend_heads(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray
-) -> list[HeadStages]:
-    """`attend` for h heads at once: q, k, v (h, n, d_head) → h HeadStages (views of (h, n, n)).
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x·W + b for rows of any leading shape, as one matrix product (…, d_in) → (…, d_out).
 
-    softmax(q·kᵀ / √d_head + M) · v. With every key visible (the encoder's case) M = 0, the
-    masked scores are the scaled ones, and the softmax needs no mask.
+    numpy multiplies a stack (B, n, d_in) by W one matrix at a time, several times slower
+    than the same rows as one (B·n, d_in) matrix.
     """
-    scale_factor = float(np.sqrt(q.shape[-1]))
-    scores = q @ k.transpose(0, 2, 1)  # (h, n, n)
-    scaled = scores / scale_factor
-    if allowed.all():
-        masked = scaled
-        weights = scaled - scaled.max(axis=-1, keepdims=True)  # (h, n, n), ≤ 0
-        np.exp(weights, out=weights)
-        weights /= weights.sum(axis=-1, keepdims=True)
-    else:
-        masked = np.where(allowed, scaled, -np.inf)
-        weights = masked_softmax(scaled, allowed)
-    output = weights @ v  # (h, n, d_head)
-    return [
-        HeadStages(q[i], k[i], v[i], scores[i], scale_factor, scaled[i], allowed, masked[i],
-                   weights[i], output[i])
-        for i in range(len(q))
-    ]  # fmt: skip
+    y = x.reshape(-1, x.shape[-1]) @ w
+    y += b
+    return y.reshape(*x.shape[:-1], w.shape[-1])
+
+
+def project_heads(x: np.ndarray, w: np.ndarray, b: np.ndarray, heads: int) -> np.ndarray:
+    """x·W + b, split into the heads' blocks: (…, n, d_model) → (…, h, n, d_head)."""
+    return split_heads(linear(x, w, b), heads)
+
+
+def attention_weights(q: np.ndarray, k: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """softmax(q·kᵀ / √d_head) row by row: (…, n, d_head) twice → (…, n, n), in one array.
+
+    Every key is visible (the encoder is bidirectional and nothing is padded), so no mask
+    is added. The row maximum is subtracted before exp, which changes no weight.
+    """
+    w = np.matmul(q, np.swapaxes(k, -1, -2), out=out)  # scores q·kᵀ
+    w /= np.float32(math.sqrt(q.shape[-1]))  # scaled
+    w -= w.max(axis=-1, keepdims=True)
+    np.exp(w, out=w)
+    w /= w.sum(axis=-1, keepdims=True)
+    return w
+
+
+def combine_heads(outputs: np.ndarray, gates: np.ndarray, weights: LayerWeights) -> np.ndarray:
+    """[g_0·head_0 | … | g_{h−1}·head_{h−1}] · W_O + b_O: (…, h, n, d_head) → (…, n, d_model).
+
+    gates (…, h): 1 for a head that is on, 0 for one switched off (times 1 changes no bit).
+    """
+    gated = outputs * gates[..., None, None]
+    *lead, h, n, d_head = gated.shape
+    concat = np.swapaxes(gated, -3, -2).reshape(*lead, n, h * d_head)  # (…, n, h·d_head)
+    return linear(concat, weights.w_o, weights.b_o)
 
 
 def feed_forward(a: np.ndarray, weights: LayerWeights, config: EncoderConfig) -> np.ndarray:
     """LayerNorm(a + GELU(a·W_1 + b_1)·W_2 + b_2), row by row (any leading shape)."""
-    hidden = gelu(a @ weights.w_1 + weights.b_1)  # (…, n, d_ff)
-    return layer_norm(a + hidden @ weights.w_2 + weights.b_2, weights.norm_2, config.eps)
+    hidden = gelu_(linear(a, weights.w_1, weights.b_1))  # (…, n, d_ff)
+    y = linear(hidden, weights.w_2, weights.b_2)  # (…, n, d_model)
+    y += a
+    return layer_norm(y, weights.norm_2, config.eps)
+
+
+def after_attention(
+    x: np.ndarray, attention: np.ndarray, weights: LayerWeights, config: EncoderConfig
+) -> np.ndarray:
+    """The rest of a layer: a = LayerNorm(x + attention), then the feed-forward block."""
+    return feed_forward(layer_norm(x + attention, weights.norm_1, config.eps), weights, config)
 
 
 def encoder_layer(
     x: np.ndarray,
     weights: LayerWeights,
     config: EncoderConfig,
-    allowed: np.ndarray,
     ablated: frozenset[int] = frozenset(),
+    out: np.ndarray | None = None,
 ) -> LayerStages:
-    """Multi-head self-attention, then the feed-forward block, each with residual + norm."""
+    """Multi-head self-attention, then the feed-forward block, each with residual + norm.
+
+    out: where to write the heads' weights (h, n, n), if not in a new array.
+    """
     h = config.heads
-    q = split_heads(x @ weights.w_q + weights.b_q, h)  # (h, n, d_head)
-    k = split_heads(x @ weights.w_k + weights.b_k, h)
-    v = split_heads(x @ weights.w_v + weights.b_v, h)
-    heads = attend_heads(q, k, v, allowed)
-    outputs = [
-        np.zeros_like(hd.output) if i in ablated else hd.output for i, hd in enumerate(heads)
-    ]
-    concat = np.concatenate(outputs, axis=-1)  # (n, h·d_head)
-    attention = concat @ weights.w_o + weights.b_o  # (n, d_model)
-    a = layer_norm(x + attention, weights.norm_1, config.eps)
-    return LayerStages(x, heads, attention, feed_forward(a, weights, config), ablated)
+    q = project_heads(x, weights.w_q, weights.b_q, h)  # (h, n, d_head)
+    k = project_heads(x, weights.w_k, weights.b_k, h)
+    v = project_heads(x, weights.w_v, weights.b_v, h)
+    w = attention_weights(q, k, out)  # (h, n, n)
+    outputs = w @ v  # (h, n, d_head)
+    gates = np.ones(h, dtype=outputs.dtype)
+    gates[list(ablated)] = 0.0
+    attention = combine_heads(outputs, gates, weights)
+    output = after_attention(x, attention, weights, config)
+    return LayerStages(x, q, k, v, w, outputs, attention, output, ablated)
 
 
 def check_heads(config: EncoderConfig, heads: Collection[Head]) -> None:
@@ -314,18 +373,20 @@ def forward(
     ablate: Collection[Head] = (),
 ) -> EncoderStages:
     """Run one sentence (token ids, [CLS] … [SEP]) through every layer, `ablate` switched off."""
-    check_heads(encoder.config, ablate)
+    config = encoder.config
+    check_heads(config, ablate)
     ids = np.asarray(ids)
     type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
-    allowed = build_mask(len(ids))  # bidirectional, nothing padded: every key visible
+    n = len(ids)
+    weights = np.empty((config.layers, config.heads, n, n), dtype=encoder.word.dtype)
     embeddings = x = embed(encoder, ids, type_ids)
     layers = []
-    for number, weights in enumerate(encoder.layers):
+    for number, layer_weights in enumerate(encoder.layers):
         off = frozenset(i for layer, i in ablate if layer == number)
-        layer = encoder_layer(x, weights, encoder.config, allowed, off)
+        layer = encoder_layer(x, layer_weights, config, off, out=weights[number])
         layers.append(layer)
         x = layer.output
-    return EncoderStages(embeddings, layers)
+    return EncoderStages(embeddings, layers, weights)
 
 
 def sentence_embedding(last_hidden: np.ndarray) -> np.ndarray:

@@ -173,7 +173,7 @@ def compute_model(
             extra["ranking"] = _ranking(loaded, [stages, second], similarity, not req.rank_heads)
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]
-        head = layer.heads[req.head]
+        head = layer.head(req.head)
         stage = StageFields.of(head)
         extra["head"] = ModelHead(
             **stage.fields(),

@@ -24,22 +24,26 @@ from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import assets, handlers, health
 from app.web.classroom import ClassroomMiddleware
-from app.web.middleware.body_limits import BodySizeLimit
-from app.web.middleware.cache import CachedAnswers, ResponseCache
-from app.web.middleware.compression import compression
-from app.web.middleware.requestlog import RequestLog, configure_logging
-from app.web.middleware.security import SecurityHeaders
+from app.web.middleware.cache import ResponseCache
+from app.web.middleware.edge import edge_stack
+from app.web.middleware.requestlog import configure_logging
+from app.web.work import use_work_threads
 
 
 @asynccontextmanager
-async def frozen_start(application: FastAPI) -> AsyncIterator[None]:
-    """Once started, move every object made so far (modules, routes, templates) out of the
-    garbage collector's sight: a full collection then scans only what requests leave
-    behind, a fraction of a millisecond instead of tens that would stall every request."""
-    gc.collect()
-    gc.freeze()
+async def started(application: FastAPI) -> AsyncIterator[None]:
+    """Once started: the work threads set (app/web/work.py); and, with `freeze_gc`, every
+    object made so far (modules, routes, templates) moved out of the garbage collector's
+    sight: a full collection then scans only what requests leave behind, a fraction of a
+    millisecond instead of tens that would stall every request."""
+    settings: Settings = application.state.settings
+    use_work_threads(settings.work_threads)
+    if settings.freeze_gc:
+        gc.collect()
+        gc.freeze()
     yield
-    gc.unfreeze()
+    if settings.freeze_gc:
+        gc.unfreeze()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -49,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Attention Lab",
         summary="Transformer self-attention, computed stage by stage on the server.",
         version="0.1.0",
-        lifespan=frozen_start if settings.freeze_gc else None,
+        lifespan=started,
         docs_url=None,  # /docs is ours (app/routes/docs.py): Swagger UI without a CDN
         redoc_url=None,
     )
@@ -72,24 +76,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
     # lesson: lifted off the query for the templates to carry on, inside the cache so that
-    # its key holds them), answers kept by the cache (uncompressed), compression (zstd, br or
-    # gzip at fast levels; large answers in a worker thread and kept compressed; plotly.js
-    # arrives already gzipped: the stage matrices are full-precision floats that slower
-    # levels shrink only a little more, at several times the time),
-    # size caps, the request log (ids, timing, the generic answer to an unexpected error),
-    # then the security headers on every answer.
+    # its key holds them), then app/web/middleware/edge.py's stack: answers kept by the cache
+    # (uncompressed), compression (zstd, br or gzip at fast levels; large answers in a
+    # worker thread and kept compressed; plotly.js arrives already gzipped: the stage
+    # matrices are full-precision floats that slower levels shrink only a little more, at
+    # several times the time), and the edge: size caps, the request log (ids, timing, the
+    # generic answer to an unexpected error) and the security headers on every answer.
     application.add_middleware(ClassroomMiddleware)
-    application.add_middleware(CachedAnswers, cache=cache)
     application.add_middleware(
-        compression,  # type: ignore[arg-type]  (a factory of two layers)
-        thread_above=settings.compress_in_thread_bytes,
-        keep_bytes=settings.compressed_cache_bytes,
+        edge_stack,  # type: ignore[arg-type]  (a factory of three layers)
+        settings=settings,
+        cache=cache,
     )
-    application.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_body_bytes, max_query=settings.max_query_bytes
-    )
-    application.add_middleware(RequestLog)
-    application.add_middleware(SecurityHeaders, frame_ancestors=settings.frame_ancestors)
     for feature in (lab, heads, kernel, cost, model):
         application.include_router(feature.api)
     application.include_router(health.router)

@@ -118,6 +118,14 @@ class Settings(BaseSettings):
         description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "
         "\"'self' https://course.example.org\"; 'none' forbids embedding.",
     )
+    work_threads: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Threads that compute, render and compress, in the order requests arrive "
+        "(app/web/work.py); the event loop only reads and writes. One per process is a core's "
+        "worth of Python; WORKERS adds processes.",
+    )
     freeze_gc: bool = Field(
         True,
         description="After start-up, move every object made so far out of the garbage "

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from fastapi import APIRouter, Request
 
 router = APIRouter(tags=["health"])
+# The health checks: cheap, answered under any load (app/web/server.py), no layer but the edge.
+HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 
 
 @router.get("/healthz")

@@ -1,13 +1,17 @@
-"""JSON in and out with orjson: request bodies parsed for the routes whose bodies can be large,
-answers serialized with numpy arrays written directly (and −∞ as null).
+"""JSON in and out: request bodies validated straight from their bytes into the request
+model, answers serialized by orjson with numpy arrays written directly (and −∞ as null).
 
-Requests:
+Requests (`JSONRoute`, the route class of every JSON API):
 
-FastAPI still validates the parsed body against the request model, answers problems with its
-usual 422 and documents the model in OpenAPI; only the parser changes. orjson is about 6×
-faster than the standard library's json on a 200 kB body of numbers and stops at 1024
-levels of nesting instead of recursing without end.
-Its errors are `json.JSONDecodeError`s, which FastAPI turns into a 422 `json_invalid`.
+pydantic-core reads the body's bytes into the route's request model in one pass
+(`TypeAdapter.validate_json`), without the dict FastAPI's generic handling would build and
+walk again; FastAPI then finds the model already made, still documents it in OpenAPI and
+still answers a body that is missing or not JSON. Bodies over `INLINE_BYTES` are validated
+in a worker thread, in arrival order with the rest of the heavy work (app/web/work.py), so
+that a 1 MB body of numbers does not hold the event loop. A body pydantic-core cannot read
+as JSON is read once more by orjson (`parse`), for the character position and the message
+of the 422 FastAPI has always answered; validation problems are the same errors FastAPI
+reports (loc starting with "body"), which app/web/handlers.py words and caps at 20.
 """
 
 import dataclasses
@@ -18,13 +22,21 @@ from typing import Any
 import numpy as np
 import orjson
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import TypeAdapter, ValidationError
 from starlette.responses import Response
 
+from app.web.middleware.body_limits import is_json
+from app.web.work import run_work
+
 NON_FINITE = ("NaN", "Infinity", "-Infinity")
+INLINE_BYTES = 64 * 1024  # larger bodies are validated in the worker thread
 
 
 class JSONRequest(Request):
+    """A request whose `json()` is the body already validated by JSONRoute (else parsed)."""
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             self._json = parse(await self.body())
@@ -47,16 +59,59 @@ def parse(body: bytes) -> Any:
             raise error from None
 
 
+# FastAPI validates a parsed body with from_attributes=True, so a value that is not an object
+# where a model belongs is a model_attributes_type error there: the answers keep that type.
+AS_FASTAPI_TYPES = {"model_type": "model_attributes_type"}
+
+
+def body_errors(errors: list[Any]) -> list[Any]:
+    """pydantic's errors for the body, located and typed as FastAPI reports them."""
+    return [
+        {**e, "loc": ("body", *e["loc"]), "type": AS_FASTAPI_TYPES.get(e["type"], e["type"])}
+        for e in errors
+    ]
+
+
+def validated(adapter: TypeAdapter[Any], body: bytes) -> Any:
+    """The body as the request model, or RequestValidationError with FastAPI's errors."""
+    try:
+        return adapter.validate_json(body)
+    except ValidationError as error:
+        errors = error.errors(include_url=False)
+    if errors[0]["type"] != "json_invalid":
+        raise RequestValidationError(body_errors(errors))
+    try:
+        value = parse(body)
+    except json.JSONDecodeError as error:  # orjson's errors are JSONDecodeErrors
+        invalid = {"type": "json_invalid", "loc": ("body", error.pos), "msg": "JSON decode error"}
+        ctx = {"error": error.msg}
+        raise RequestValidationError([{**invalid, "input": {}, "ctx": ctx}]) from None
+    try:  # JSON that only Python's reader takes (NaN, 1e999): name the fields that hold them
+        return adapter.validate_python(value)
+    except ValidationError as error:
+        raise RequestValidationError(body_errors(error.errors(include_url=False))) from None
+
+
 class JSONRoute(APIRoute):
-    """An APIRoute whose request body is parsed by orjson (FastAPI's custom-route pattern)."""
+    """An APIRoute whose JSON body is validated from its bytes (see the module docstring)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+        adapter: TypeAdapter[Any] = TypeAdapter(self.body_field.field_info.annotation)
 
-        async def parse_with_orjson(request: Request) -> Response:
-            return await handler(JSONRequest(request.scope, request.receive))
+        async def validate_json_body(request: Request) -> Response:
+            request = JSONRequest(request.scope, request.receive)
+            body = await request.body()
+            if body and is_json(request.headers.get("content-type", "").encode("latin-1")):
+                if len(body) > INLINE_BYTES:
+                    request._json = await run_work(validated, adapter, body)
+                else:
+                    request._json = validated(adapter, body)
+            return await handler(request)
 
-        return parse_with_orjson
+        return validate_json_body
 
 
 ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS

@@ -30,11 +30,11 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from app.settings import Settings, environment_settings
+from app.web.health import HEALTH_PATHS
 from app.web.middleware.body_limits import too_long_message
 
 # httptools' URL parser keeps offsets in 16 bits: a longer request target cannot be parsed.
 MAX_TARGET_BYTES = 65_535
-HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 BUSY_RETRY_AFTER_S = 1
 REQUEST_LINE_ALLOWANCE = 1024  # method, version, separators
 FILES_KEPT_FREE = 64

@@ -96,3 +96,13 @@ def test_plotly_js_is_sent_as_already_gzipped(client: TestClient) -> None:
 
     response = client.get(PLOTLY_URL, headers={"accept-encoding": "zstd, gzip"})
     assert response.headers["content-encoding"] == "gzip"
+
+
+def test_large_answers_are_gzipped_with_huffman_coding_almost_as_small_as_level_1(
+    client: TestClient,
+) -> None:
+    _, plain = raw_post(client, BIG, "identity")
+    huffman = comp.gzip_huffman(plain)
+    assert zlib.decompress(huffman, wbits=31) == plain
+    assert len(huffman) <= 1.2 * len(zlib.compress(plain, 1, wbits=31))
+    assert len(huffman) < 0.55 * len(plain)

@@ -9,6 +9,7 @@ library with the model's own tokenizer.json. Nothing is fetched from the network
 import logging
 import threading
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata, util
 from pathlib import Path
 
@@ -58,8 +59,10 @@ class Pieces:
     special: list[bool]  # True for [CLS] and [SEP]
 
 
+@cache
 def package_model_dir() -> Path | None:
-    """The installed package's model/ folder, found without importing the package."""
+    """The installed package's model/ folder, found without importing the package (once per
+    process: the search walks sys.path, ~80 µs that /healthz would pay on every probe)."""
     spec = util.find_spec(PACKAGE_MODULE)
     if spec is None or spec.origin is None:
         return None

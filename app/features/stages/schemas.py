@@ -145,11 +145,15 @@ class SequenceRequest(BaseModel):
         """d_model as x's width or the d_model field fixes it (subclasses add their own)."""
         return len(self.x[0]) if self.x is not None else self.d_model
 
+    def length(self) -> int:
+        """n, the number of tokens: the worked example's when tokens is left out."""
+        return len(self.tokens or WORKED_TOKENS)
+
     def _check_x(self) -> None:
         if self.x is None:
             return
         width = matrix_width("x", self.x)
-        n = len(self.tokens or WORKED_TOKENS)
+        n = self.length()
         if len(self.x) != n:
             given = (
                 f"there are {n} tokens"

@@ -1,12 +1,7 @@
 """Refuse an oversized request before anything reads or parses it: a body over the cap gets
-413, a query string (a page's state) over its cap gets 414."""
-
-from functools import partial
-
-from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from app.web.json_io import JSONResponse
+413, a query string (a page's state) over its cap gets 414, a body sent to the JSON API that
+is not JSON 415. The edge layer (app/web/middleware/edge.py) asks `refusal` for every request
+and counts the bytes of a body sent without Content-Length as they arrive."""
 
 
 def too_large_message(max_bytes: int) -> str:
@@ -32,60 +27,27 @@ def is_json(content_type: bytes) -> bool:
     return kind == b"application/json" or kind.endswith(b"+json")
 
 
-async def without_body(send: Send, message: Message) -> None:
-    """A HEAD answer: the GET answer's status and headers (Content-Length included), no body."""
-    if message["type"] == "http.response.body":
-        message = {**message, "body": b""}
-    await send(message)
-
-
-class BodySizeLimit:
-    """Pure ASGI middleware: checks the query string and Content-Length up front, and counts
-    streamed chunks; a body sent to the JSON API must say it is JSON (else 415); HEAD is
-    answered as GET without the body, on every GET route."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int, max_query: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.max_query = max_query
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if len(scope.get("query_string", b"")) > self.max_query:
-            response = JSONResponse({"detail": too_long_message(self.max_query)}, status_code=414)
-            await response(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        if scope["method"] == "HEAD":
-            scope = {**scope, "method": "GET"}
-            send = partial(without_body, send)
-        elif (
-            scope["method"] == "POST"  # every body the API reads is a POST's
-            and scope["path"].startswith("/api/")
-            and headers.get(b"content-length", b"0") != b"0"
-            and not is_json(headers.get(b"content-type", b""))
-        ):
-            response = JSONResponse({"detail": not_json_message()}, status_code=415)
-            await response(scope, receive, send)
-            return
-        length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            response = JSONResponse({"detail": too_large_message(self.max_bytes)}, status_code=413)
-            await response(scope, receive, send)
-            return
-
-        received = 0
-
-        async def counting_receive() -> Message:
-            # A chunked body has no Content-Length: count it as it arrives.
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise HTTPException(413, too_large_message(self.max_bytes))
-            return message
-
-        await self.app(scope, counting_receive, send)
+def refusal(
+    method: str,
+    path: str,
+    headers: dict[bytes, bytes],
+    query: bytes,
+    max_bytes: int,
+    max_query: int,
+) -> tuple[int, str] | None:
+    """The status and sentence refusing a request from its head alone, or None: a query
+    string over `max_query` bytes (414); a body posted to the JSON API that does not say it
+    is JSON (415); a Content-Length that is not a number or over `max_bytes` (413)."""
+    if len(query) > max_query:
+        return 414, too_long_message(max_query)
+    if (
+        method == "POST"  # every body the API reads is a POST's
+        and path.startswith("/api/")
+        and headers.get(b"content-length", b"0") != b"0"
+        and not is_json(headers.get(b"content-type", b""))
+    ):
+        return 415, not_json_message()
+    length = headers.get(b"content-length")
+    if length is not None and (not length.isdigit() or int(length) > max_bytes):
+        return 413, too_large_message(max_bytes)
+    return None

@@ -9,7 +9,6 @@ fields' messages under "invalid"; a 5xx at error, with the exception's traceback
 """
 
 import logging
-import os
 import re
 import sys
 import time
@@ -17,10 +16,10 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from app.core.errors import MAX_ERRORS
-from app.web.json_io import JSONResponse, dumps
+from app.web.json_io import dumps
 
 log = logging.getLogger("attention_lab.requests")
 HANDLER_NAME = "attention_lab.stdout"
@@ -75,11 +74,6 @@ def configure_logging(level: str) -> None:
         root.addHandler(handler)
 
 
-def request_id_of(scope: Scope) -> str:
-    """The id of the request being served (set by RequestLog)."""
-    return str(scope.get("state", {}).get("request_id", "-"))
-
-
 def server_error_message(request_id: str) -> str:
     return (
         f"Something went wrong on the server (error id {request_id}). Please try again; "
@@ -87,82 +81,26 @@ def server_error_message(request_id: str) -> str:
     )
 
 
-class RequestLog:
-    """Outermost but for the headers: times the request, tags it with an id, logs one line."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if INCOMING_ID.fullmatch(incoming) else os.urandom(8).hex()
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id
-        start = time.perf_counter()
-        status = 500
-        started = False
-
-        completed = False
-
-        async def send_tagged(message: Message) -> None:
-            nonlocal status, started, completed
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                completed = True
-            if message["type"] == "http.response.start":
-                started = True
-                status = message["status"]
-                message["headers"] = [
-                    *message.get("headers", []),
-                    (b"x-request-id", request_id.encode()),
-                ]
-            await send(message)
-
-        disconnected = False
-
-        async def watched_receive() -> Message:
-            nonlocal disconnected
-            message = await receive()
-            # A disconnect after the whole answer went out is the normal end of a request.
-            if message["type"] == "http.disconnect" and not completed:
-                disconnected = True
-            return message
-
-        try:
-            await self.app(scope, watched_receive, send_tagged)
-        except Exception:
-            if disconnected:  # the client left mid-request: nobody to answer, nothing wrong
-                self._log(scope, CLIENT_CLOSED, start, request_id)
-                return
-            self._log(scope, 500, start, request_id, exc_info=sys.exc_info())
-            if started:
-                raise  # the answer is half sent: let the server drop the connection
-            response = JSONResponse({"detail": server_error_message(request_id)}, status_code=500)
-            await response(scope, receive, send_tagged)
-            return
-        self._log(scope, CLIENT_CLOSED if disconnected else status, start, request_id)
-
-    @staticmethod
-    def _log(
-        scope: Scope, status: int, start: float, request_id: str, exc_info: Any = None
-    ) -> None:
-        fields: dict[str, Any] = {
-            "method": scope["method"],
-            "path": scope["path"][:MAX_LOGGED_CHARS],
-            "status": status,
-            "duration_ms": round((time.perf_counter() - start) * 1000, 2),
-            "request_id": request_id,
-        }
-        invalid = scope.get("state", {}).get("invalid")
-        if invalid:
-            fields["invalid"] = [m[:MAX_LOGGED_CHARS] for m in invalid[: MAX_ERRORS + 1]]
-        message = f"{scope['method']} {fields['path']} {status}"
-        if status >= 500:
-            log.error(message, exc_info=exc_info, extra={"fields": fields})
-        elif log.isEnabledFor(logging.INFO):
-            # The hot path: written directly, since a LogRecord and the handler chain cost
-            # more than the rest of a small request. Same line format as JsonLines.
-            sys.stdout.write(json_line("info", log.name, message, fields) + "\n")
-            sys.stdout.flush()
+def log_request(
+    scope: Scope, method: str, status: int, start: float, request_id: str, exc_info: Any = None
+) -> None:
+    """The request's line: info below 500 (with the invalid fields' messages), else error
+    with the traceback. `method` as the client sent it (HEAD is served as GET)."""
+    fields: dict[str, Any] = {
+        "method": method,
+        "path": scope["path"][:MAX_LOGGED_CHARS],
+        "status": status,
+        "duration_ms": round((time.perf_counter() - start) * 1000, 2),
+        "request_id": request_id,
+    }
+    invalid = scope.get("state", {}).get("invalid")
+    if invalid:
+        fields["invalid"] = [m[:MAX_LOGGED_CHARS] for m in invalid[: MAX_ERRORS + 1]]
+    message = f"{method} {fields['path']} {status}"
+    if status >= 500:
+        log.error(message, exc_info=exc_info, extra={"fields": fields})
+    elif log.isEnabledFor(logging.INFO):
+        # The hot path: written directly, since a LogRecord and the handler chain cost
+        # more than the rest of a small request. Same line format as JsonLines.
+        sys.stdout.write(json_line("info", log.name, message, fields) + "\n")
+        sys.stdout.flush()

@@ -1,11 +1,10 @@
-"""Security headers on every response, pages and API alike (pure ASGI middleware).
+"""Security headers on every response, pages and API alike (added by the edge layer,
+app/web/middleware/edge.py).
 
 The Content-Security-Policy lets scripts come only from this server: no inline script, no
 eval. Styles may be inline because plotly.js writes its own <style> elements and style
 attributes. `frame-ancestors` comes from the settings, so a course site can embed the app.
 """
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def content_security_policy(frame_ancestors: str) -> str:
@@ -34,25 +33,3 @@ def security_headers(frame_ancestors: str) -> list[tuple[bytes, bytes]]:
         "permissions-policy": "camera=(), microphone=(), geolocation=()",
     }
     return [(k.encode(), v.encode()) for k, v in headers.items()]
-
-
-class SecurityHeaders:
-    """Adds the headers above to every HTTP response, error responses included."""
-
-    def __init__(self, app: ASGIApp, frame_ancestors: str) -> None:
-        self.app = app
-        self.headers = security_headers(frame_ancestors)
-        self.names = {name for name, _ in self.headers}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                kept = [h for h in message.get("headers", []) if h[0].lower() not in self.names]
-                message["headers"] = kept + self.headers
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)

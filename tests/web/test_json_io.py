@@ -1,0 +1,139 @@
+"""Request bodies validated from their bytes (JSONRoute) answer exactly as FastAPI's generic
+body handling does, and the work of a request goes where app/web/work.py says."""
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+from anyio import to_thread
+from fastapi import APIRouter, FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.testclient import TestClient
+
+from app.features.lab import routes as lab_routes
+from app.features.lab.schemas import AttentionRequest
+from app.web import handlers, json_io
+from app.web.json_io import INLINE_BYTES, JSONRoute, parse
+
+BODIES = [
+    b"{}",
+    b'{"tokens": []}',
+    b'{"tokens": "abc"}',
+    b'{"query": 2.0}',
+    b'{"query": "2"}',
+    b'{"query": -1}',
+    b'{"tokens": ["a", "b"], "x": [[NaN, 1], [1, Infinity]]}',
+    b'{"tokens": ["a"], "x": [[1e999, 1]]}',
+    b"[]",
+    b"3",
+    b'"text"',
+    b"null",
+    b'{"unknown": 1}',
+    b'{"tokens": ["a", "b"], "w_q": [[1, 2], [3]]}',
+    b'{"tokens": ["a", "b"], "x": [[1, 2], [3, 4]], "w_k": [[1, 2, 3]]}',
+    b'{"mask": {"causal": "yes"}}',
+    b'{"x": [' + b", ".join([b"[NaN, NaN, NaN]"] * 9) + b"]}",  # 27 problems: 20 listed
+]
+
+
+def both_ways() -> TestClient:
+    """One model behind FastAPI's generic body handling and behind JSONRoute."""
+    app = FastAPI()
+    app.add_exception_handler(RequestValidationError, handlers.request_validation_handler)
+
+    @app.post("/generic")
+    def generic(req: AttentionRequest) -> dict[str, Any]:
+        return req.model_dump()
+
+    router = APIRouter(route_class=JSONRoute)
+
+    @router.post("/bytes")
+    def from_bytes(req: AttentionRequest) -> dict[str, Any]:
+        return req.model_dump()
+
+    app.include_router(router)
+    return TestClient(app)
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_body_validated_from_its_bytes_answers_as_fastapi_would(body: bytes) -> None:
+    client = both_ways()
+    headers = {"content-type": "application/json"}
+    generic = client.post("/generic", content=body, headers=headers)
+    ours = client.post("/bytes", content=body, headers=headers)
+    assert ours.status_code == generic.status_code
+    assert ours.json() == generic.json()
+
+
+@pytest.mark.parametrize("body", [b'{"tokens": ["a",]}', b'{"query": 1', b"\xff\xfe", b"{} x"])
+def test_json_that_cannot_be_read_names_orjsons_position_and_reason(body: bytes) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as error:
+        parse(body)
+    response = both_ways().post(
+        "/bytes", content=body, headers={"content-type": "application/json"}
+    )
+    [problem] = response.json()["detail"]
+    assert response.status_code == 422
+    assert problem["loc"] == ["body", error.value.pos]
+    assert problem["msg"].startswith(
+        f"the request body is not valid JSON at character {error.value.pos}: {error.value.msg}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "on_loop"), [(INLINE_BYTES - 100, True), (INLINE_BYTES + 1, False)]
+)
+def test_a_large_body_is_validated_off_the_event_loop(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, size: int, on_loop: bool
+) -> None:
+    where: list[bool] = []
+    original = json_io.validated
+
+    def recorded(*args: Any) -> Any:
+        where.append(running_loop())
+        return original(*args)
+
+    monkeypatch.setattr(json_io, "validated", recorded)
+    body = b'{"tokens": ["a"], "x": [[NaN]]}'
+    body = body[:-1] + b" " * (size - len(body)) + b"}"
+    response = client.post(
+        "/api/attention", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["msg"].startswith("x[0][0] must be a finite number")
+    assert where == [on_loop]
+
+
+def running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("n", "on_loop"), [(3, True), (32, True), (33, False), (256, False)])
+def test_a_long_head_is_computed_in_a_work_thread_and_a_short_one_on_the_loop(
+    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch, n: int, on_loop: bool
+) -> None:
+    where: list[bool] = []
+    original = lab_routes.compute_attention
+
+    def recorded(*args: Any) -> Any:
+        where.append(running_loop())
+        return original(*args)
+
+    monkeypatch.setattr(lab_routes, "compute_attention", recorded)
+    response = fresh_client.post("/api/attention", json={"tokens": [f"t{i}" for i in range(n)]})
+    assert response.status_code == 200
+    assert len(response.json()["tokens"]) == n
+    assert where == [on_loop]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_work_threads_setting_sizes_the_thread_pool(make_client: Any, threads: int) -> None:
+    client = make_client(work_threads=threads)
+    client.get("/healthz")  # started: the lifespan has run
+    tokens = client.portal.call(lambda: to_thread.current_default_thread_limiter().total_tokens)
+    assert tokens == threads

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.web.templating import fmt_vector
+from app.core.i18n import format_vector
 from tests.browser.conftest import axe_violations, save_screenshot
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
@@ -275,7 +275,7 @@ def test_typing_in_the_kernel(page: Page) -> None:
         settled(page, param, typed)
     decode = kernel_matches_the_api(page)
     page.click("#decode-next")
-    expect(page.locator("#decode-output")).to_have_text(fmt_vector(decode["steps"][0]["output"], 3))
+    expect(page.locator("#decode-output")).to_have_text(format_vector(decode["steps"][0]["output"], 3))
 
 
 def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page) -> None:

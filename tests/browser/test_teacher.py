@@ -275,7 +275,9 @@ def test_typing_in_the_kernel(page: Page) -> None:
         settled(page, param, typed)
     decode = kernel_matches_the_api(page)
     page.click("#decode-next")
-    expect(page.locator("#decode-output")).to_have_text(format_vector(decode["steps"][0]["output"], 3))
+    expect(page.locator("#decode-output")).to_have_text(
+        format_vector(decode["steps"][0]["output"], 3)
+    )
 
 
 def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page) -> None:

@@ -65,7 +65,7 @@ def test_the_kernel_estimates_follow_the_real_answers(n: int, d: int, block: int
         ("The cat sat on the mat.", {}),
         ("word " * 60, {}),
         ("word " * 60, {"include_weights": False, "layer": 1, "head": 2}),
-        ("a b c", {"compare_text": "d e", "rank_heads": True}),
+        ("a b c", {"compare_text": "d e"}),
     ],
 )
 def test_the_model_estimate_follows_the_real_answers(text: str, options: dict) -> None:

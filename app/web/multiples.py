@@ -191,8 +191,9 @@ def small_multiples(
             for i in range(count)
         ],
         "shapes": [],
-        "margin": {"l": 60, "r": 10, "t": 50, "b": 10},
-        "height": 60 + 210 * rows,
+        "margin": {"l": 60, "r": 10, "t": 44, "b": 10},
+        # Two rows of panels (the default h = 4, g = 2) fit the first screen at 1280×800.
+        "height": 54 + 170 * rows,
     }  # fmt: skip
     if selected is not None and selected in ids:
         r, c = divmod(ids.index(selected), columns)

@@ -3,10 +3,11 @@ getBoundingClientRect at 1280×800 (a laptop), 1280×720 (a projector, presenter
 390×844 (a phone). One page per viewport visits every page; a screenshot of each goes to
 artifacts/first-screen-<page>-<viewport>.png (made by the test run, not committed)."""
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
 from tests.browser.conftest import save_screenshot
 
@@ -39,13 +40,10 @@ def measure(page: Page, path: str, figure: str) -> dict[str, Any]:
     return page.evaluate(MEASURE, figure)
 
 
-def visit(browser: Browser, live_server: str, size: tuple[int, int], query: str = ""):
-    context = browser.new_context(
-        viewport={"width": size[0], "height": size[1]}, base_url=live_server
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+def visit(open_page: Callable[..., Page], size: tuple[int, int], query: str = ""):
+    """Every page in turn in one page at this viewport (the shared context's watch fails the
+    test on a console error or a request to another host): its path, measures and page."""
+    page = open_page(*size)
     for path, figure in MAIN_PICTURE.items():
         box = measure(page, path + query, figure)
         name = path.strip("/") or "lab"
@@ -53,14 +51,12 @@ def visit(browser: Browser, live_server: str, size: tuple[int, int], query: str 
             page, f"first-screen-{name}-{size[0]}x{size[1]}{'-present' if query else ''}"
         )
         yield path, box, page
-    context.close()
-    assert errors == []
 
 
 def test_a_laptop_shows_each_main_picture_without_scrolling(
-    browser: Browser, live_server: str
+    open_page: Callable[..., Page],
 ) -> None:
-    for path, box, _ in visit(browser, live_server, (1280, 800)):
+    for path, box, _ in visit(open_page, (1280, 800)):
         assert box["scrollY"] == 0
         assert box["width"] <= 1280, path
         # The whole first block of cells is on the first screen, below the header.
@@ -69,10 +65,10 @@ def test_a_laptop_shows_each_main_picture_without_scrolling(
 
 
 def test_a_projector_in_presenter_mode_shows_the_weights_and_the_breakdown(
-    browser: Browser, live_server: str
+    open_page: Callable[..., Page],
 ) -> None:
     seen = set()
-    for path, box, page in visit(browser, live_server, (1280, 720), "?present=1"):
+    for path, box, page in visit(open_page, (1280, 720), "?present=1"):
         assert box["width"] <= 1280, path
         assert box["main"]["top"] < 720, f"{path}: its picture starts below the fold"
         if path == "/":
@@ -86,10 +82,10 @@ def test_a_projector_in_presenter_mode_shows_the_weights_and_the_breakdown(
 
 @pytest.mark.parametrize("size", [(390, 844)])
 def test_a_phone_never_scrolls_sideways_and_reaches_a_heatmap_within_two_screens(
-    browser: Browser, live_server: str, size: tuple[int, int]
+    open_page: Callable[..., Page], size: tuple[int, int]
 ) -> None:
     width, height = size
-    for path, box, _ in visit(browser, live_server, size):
+    for path, box, _ in visit(open_page, size):
         assert box["width"] <= width, f"{path} is {box['width']} px wide"
         assert box["header"] <= HEADER_MAX_PX, path
         assert box["first"]["top"] <= 2 * height, f"{path}: first heatmap at {box['first']}"

@@ -41,7 +41,9 @@ def measure(page: Page, path: str, figure: str) -> dict[str, Any]:
 
 
 def visit(open_page: Callable[..., Page], size: tuple[int, int], query: str = ""):
-    page = open_page(*size)  # watched for errors and other hosts like every page
+    """Every page in turn in one page at this viewport (the shared context's watch fails the
+    test on a console error or a request to another host): its path, measures and page."""
+    page = open_page(*size)
     for path, figure in MAIN_PICTURE.items():
         box = measure(page, path + query, figure)
         name = path.strip("/") or "lab"
@@ -87,3 +89,41 @@ def test_a_phone_never_scrolls_sideways_and_reaches_a_heatmap_within_two_screens
         assert box["width"] <= width, f"{path} is {box['width']} px wide"
         assert box["header"] <= HEADER_MAX_PX, path
         assert box["first"]["top"] <= 2 * height, f"{path}: first heatmap at {box['first']}"
+
+
+LONG = "the quick brown fox jumps over the lazy dog and then it runs far away into the dark wood"
+# Per figure: axis titles that cross a tick label, and the smallest number written in a cell.
+LEGIBILITY = """(figure) => {
+  const f = document.querySelector(`[data-figure='${figure}']`);
+  const rects = (sel) => [...f.querySelectorAll(sel)].map((e) => e.getBoundingClientRect())
+    .filter((r) => r.width > 0);
+  const cross = (a, b) =>
+    a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const ticks = rects('.xtick text, .ytick text');
+  const crossings = rects('.xtitle, .ytitle').filter((t) => ticks.some((k) => cross(t, k))).length;
+  const sizes = [...f.querySelectorAll('text.textpoint, .textpoint text')]
+    .map((e) => parseFloat(getComputedStyle(e).fontSize));
+  return {ticks: ticks.length, crossings, smallest: sizes.length ? Math.min(...sizes) : null};
+}"""
+
+
+@pytest.mark.parametrize(
+    ("path", "figures"),
+    [
+        ("/model?text=" + LONG.replace(" ", "+"), ["fig-scores", "fig-scaled", "fig-weights"]),
+        ("/?tokens=" + "+".join(LONG.split()[:12]), ["fig-scores", "fig-weights"]),
+    ],
+)
+def test_axis_titles_clear_the_tick_labels_and_cell_numbers_stay_legible(
+    open_page: Callable[..., Page], path: str, figures: list[str]
+) -> None:
+    page = open_page()
+    page.goto(path)
+    for figure in figures:
+        plot = page.locator(f"[data-figure='{figure}']")
+        plot.scroll_into_view_if_needed()
+        plot.locator("rect.nsewdrag").first.wait_for(timeout=30_000)
+        seen = page.evaluate(LEGIBILITY, figure)
+        assert seen["ticks"] > 0, figure  # token labels on the axes
+        assert seen["crossings"] == 0, f"{figure}: an axis title over its tick labels"
+        assert seen["smallest"] is None or seen["smallest"] >= 10, f"{figure}: {seen}"

@@ -11,7 +11,7 @@ def test_a_hidden_key_shows_its_scaled_score_and_the_mask_shows_minus_infinity(
 ) -> None:
     # The worked example with a causal window of 1: "sleeps" (the last step) sees only itself.
     html = client.get("/kernel", params={"mask": "window", "window": "1", "decode_step": "2"}).text
-    table = re.search(r'<table class="[^"]*" id="decode-row">.*?</table>', html, re.S)
+    table = re.search(r'<table class="matrix[^"]*" id="decode-row">.*?</table>', html, re.S)
     assert table is not None
     rows = [
         [

@@ -20,7 +20,7 @@ def sentence(html: str) -> str:
 @pytest.mark.parametrize(
     ("step", "says", "figures"),
     [
-        ("x", "Each of the 3 tokens starts as a row of x with 2 numbers", ["walk-x"]),
+        ("x", "Each of the 3 tokens starts as a row of x, d_model = 2 numbers wide", ["walk-x"]),
         ("qkv", "Q and K have d_k = 2 columns, V has d_v = 2", ["walk-q", "walk-k", "walk-v"]),
         ("scores", "the largest score, 1.000, is with “The”", ["walk-scores"]),
         ("scaled", "Every score is divided by √2", ["walk-scaled"]),

@@ -24,12 +24,15 @@ def heatmap_grid(
     labels: Sequence[str],
     row_titles: Sequence[str],
     col_titles: Sequence[str],
+    axis_names: tuple[str, str],
     selected: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """A rows × cols grid of n × n heatmaps on one colour scale, 0 to 1: every head of every
     layer at a glance. One trace, the blocks side by side with a blank line between them
     (72 separate subplots cost plotly and the page ten times more). `meta.block` is n + 1:
-    the cell at (i, j) belongs to block (i // block, j // block)."""
+    the cell at (i, j) belongs to block (i // block, j // block). Rows and columns are
+    labelled by their index, under a corner that names both (`axis_names`, e.g. layer and
+    head), so that twelve columns stay apart on a phone; the hover text has the titles."""
     rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
     block = n + 1
     weight = plotly_text(gettext("weight"))
@@ -46,14 +49,19 @@ def heatmap_grid(
                   "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
                   "constraintoward": "top"},
         "annotations": [
-            *(_grid_title(t, x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
-              for c, t in enumerate(col_titles)),
-            *(_grid_title(t, x=-1, y=r * block + (n - 1) / 2, xanchor="right")
-              for r, t in enumerate(row_titles)),
+            *(_grid_title(str(c), x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
+              for c in range(cols)),
+            *(_grid_title(str(r), x=-1, y=r * block + (n - 1) / 2, xanchor="right")
+              for r in range(rows)),
+            # "head →" beside the column numbers, "layer ↓" above the row numbers.
+            _grid_title(f"{plotly_text(axis_names[1])} →", x=-1, y=-1, xanchor="right",
+                        yanchor="bottom"),
+            _grid_title(f"{plotly_text(axis_names[0])} ↓", x=-1, y=-1, xanchor="right",
+                        yanchor="bottom", yshift=16),
         ],
         "shapes": [],
-        "margin": {"l": 64, "r": 10, "t": 30, "b": 10},
-        "height": 60 + 90 * rows,
+        "margin": {"l": 64, "r": 10, "t": 46, "b": 10},
+        "height": 76 + 90 * rows,
     }  # fmt: skip
     if selected is not None:
         r, c = selected

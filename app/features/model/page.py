@@ -110,6 +110,7 @@ def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, An
         labels,
         [gettext("layer %(i)s") % {"i": i} for i in range(result.model.layers)],
         [gettext("head %(h)s") % {"h": i} for i in range(result.model.heads)],
+        (gettext("layer"), gettext("head")),
         selected,
     )
     m = cells.shape[-1]

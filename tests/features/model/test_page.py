@@ -97,7 +97,9 @@ def test_nav_links_the_model_page(client: TestClient) -> None:
 
 def test_grid_tiles_every_head_with_gaps_and_marks_the_selected_one() -> None:
     z = np.arange(2 * 3 * 2 * 2, dtype=float).reshape(2, 3, 2, 2) / 24  # 2 layers, 3 heads, n = 2
-    fig = heatmap_grid(z, ["a", "b"], ["layer 0", "layer 1"], ["h0", "h1", "h2"], (1, 2))
+    fig = heatmap_grid(
+        z, ["a", "b"], ["layer 0", "layer 1"], ["h0", "h1", "h2"], ("layer", "head"), (1, 2)
+    )
     go.Figure(fig)
     (trace,) = fig["data"]
     tiled = trace["z"]
@@ -110,6 +112,16 @@ def test_grid_tiles_every_head_with_gaps_and_marks_the_selected_one() -> None:
     assert trace["x"][7] == "h2 · key b"
     (box,) = fig["layout"]["shapes"]
     assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (5.5, 7.5, 2.5, 4.5)
+    # Columns and rows go by their index (twelve stay apart on a phone), under a named corner.
+    labels = [(a["text"], a["x"], a["y"]) for a in fig["layout"]["annotations"]]
+    assert labels[:5] == [
+        ("0", 0.5, -1),
+        ("1", 3.5, -1),
+        ("2", 6.5, -1),
+        ("0", -1, 0.5),
+        ("1", -1, 3.5),
+    ]
+    assert [text for text, _, _ in labels[5:]] == ["head →", "layer ↓"]
 
 
 def test_strongest_keys_average_over_queries() -> None:

@@ -11,7 +11,7 @@ MAX_GRID_WIDTH = 8  # the lab edits d_model, d_k and d_v cell by cell: 1 to 8 co
 
 MAX_TEXT_CHARS = 1000  # a sentence for the trained model
 MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
-MAX_RANKED_PIECES = 128  # the 72-head ranking, 144 ablated runs: offered for sentences up to this
+MAX_RANKED_PIECES = 64  # the 72-head ranking, 144 ablated runs (≈ 2 s at 64): offered up to this
 MAX_LINE_HEADS = 12  # heads the line view draws at once, a colour each
 
 MAX_SEQ_LEN = 1_000_000_000  # the cost calculator's longest sequence

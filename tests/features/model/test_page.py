@@ -310,10 +310,10 @@ def test_a_second_sentence_shows_the_similarity_and_the_ranking(client: TestClie
 
 
 def test_long_sentences_get_the_similarity_without_the_ranking(client: TestClient) -> None:
-    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 127}).text)
+    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 63}).text)
     assert 'id="similarity-result"' in html
     assert 'id="ranking-table"' not in html
-    assert "it is offered when both have at most 128 word pieces" in html
+    assert "it is offered when both have at most 64 word pieces" in html
 
 
 def test_the_reading_is_in_spanish(client: TestClient) -> None:

@@ -15,7 +15,8 @@ MAX_ECHO_CHARS = 80  # most of a wrong value a page repeats back when it names t
 
 MAX_TEXT_CHARS = 1000  # a sentence for the trained model
 MAX_WORD_PIECES = 256  # all-MiniLM-L6-v2's limit on its model card, [CLS] and [SEP] included
-MAX_RANKED_PIECES = 48  # the 72-head ranking runs 144 passes: offered for sentences up to this
+MAX_RANKED_PIECES = 64  # the 72-head ranking, 144 ablated runs (≈ 2 s at 64): offered up to this
+MAX_LINE_HEADS = 12  # heads the line view draws at once, a colour each
 
 MAX_SEQ_LEN = 1_000_000_000  # the cost calculator's longest sequence
 MAX_COUNT = 65_536  # its largest count of heads, layers or sequences

@@ -57,22 +57,40 @@
     return next !== null;
   }
 
-  function wire(svg) {
-    svg.querySelectorAll(".lv-tok").forEach(function (tok) {
-      tok.addEventListener("mouseenter", function () { isolate(svg, tok); });
-      tok.addEventListener("focus", function () { isolate(svg, tok); });
-      tok.addEventListener("mouseleave", function () {
-        if (document.activeElement !== tok) release(svg);
-      });
-      tok.addEventListener("blur", function () { release(svg); });
-      tok.addEventListener("keydown", function (event) {
-        if (event.key === "Escape") { release(svg); tok.blur(); event.preventDefault(); return; }
-        if (move(svg, tok, event.key)) event.preventDefault();
-      });
-    });
+  // Delegated from the document, so that a line view swapped in by a live update (the page
+  // redraws when heads are ticked) answers at once, with no wiring of its own.
+  function tokenOf(event) {
+    const tok = event.target instanceof Element ? event.target.closest(".lv-tok") : null;
+    const svg = tok ? tok.closest("svg.lineview") : null;
+    return svg ? { tok: tok, svg: svg } : null;
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("svg.lineview").forEach(wire);
+  document.addEventListener("mouseover", function (event) {
+    const at = tokenOf(event);
+    if (at) isolate(at.svg, at.tok);
+  });
+  document.addEventListener("mouseout", function (event) {
+    const at = tokenOf(event);
+    if (!at || at.tok.contains(event.relatedTarget)) return; // still inside the piece
+    if (document.activeElement !== at.tok) release(at.svg);
+  });
+  document.addEventListener("focusin", function (event) {
+    const at = tokenOf(event);
+    if (at) isolate(at.svg, at.tok);
+  });
+  document.addEventListener("focusout", function (event) {
+    const at = tokenOf(event);
+    if (at) release(at.svg);
+  });
+  document.addEventListener("keydown", function (event) {
+    const at = tokenOf(event);
+    if (!at) return;
+    if (event.key === "Escape") {
+      release(at.svg);
+      at.tok.blur();
+      event.preventDefault();
+    } else if (move(at.svg, at.tok, event.key)) {
+      event.preventDefault();
+    }
   });
 })();

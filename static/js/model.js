@@ -33,7 +33,7 @@
     grid.on("plotly_click", function (data) { openHead(data.points[0]); });
   });
 
-  // A select marked data-autosubmit (the role filter, the heads drawn as lines) runs the
+  // A select marked data-autosubmit (the role filter) runs the
   // form as soon as it changes; its button stays for a browser without JavaScript.
   document.addEventListener("change", function (event) {
     const select = event.target;

@@ -101,7 +101,7 @@ def test_the_line_view_by_keyboard_and_pointer(page: Page) -> None:
     queries = svg.locator(".lv-q")
     expect(queries).to_have_count(12)
     # Tab from the heads-drawn button reaches the first query, as a keyboard user does
-    page.locator("#lines + button").focus()
+    page.locator("#draw-lines").focus()
     page.keyboard.press("Tab")
     expect(queries.first).to_be_focused()
     page.keyboard.press("ArrowDown")
@@ -122,9 +122,21 @@ def test_the_line_view_by_keyboard_and_pointer(page: Page) -> None:
     expect(svg).to_have_class("lineview")
     svg.locator(".lv-k").nth(5).hover()  # the pointer isolates too
     expect(kept).to_have_count(svg.locator('.lv-line[data-k="5"]').count())
-    page.select_option("#lines", "layer")
-    page.wait_for_url("**lines=layer*")
-    expect(page.locator(".head-legend li")).to_have_count(12)
+
+    # Any set of heads: tick two (the keyboard's Space, then the pointer); the page redraws
+    page.locator("#lines-0-2").focus()
+    page.keyboard.press("Space")
+    page.check("#lines-4-7")
+    page.wait_for_url("**lines=0.2&lines=4.7*")
+    legend = page.locator(".head-legend li")
+    expect(legend).to_have_text(["layer 0 head 2", "layer 4 head 7"])
+    colours = {line.get_attribute("stroke") for line in svg.locator(".lv-line").all()}
+    assert len(colours) == 2
+    expect(page.locator("#lineview-table thead th")).to_have_count(3)
+    # the redrawn view isolates at once: query 2's lines in both heads, in both colours
+    queries.nth(2).hover()
+    expect(kept).to_have_count(svg.locator('.lv-line[data-q="2"]').count())
+    assert {line.get_attribute("stroke") for line in kept.all()} == colours
     save_screenshot(page, "model-lines")
 
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from app.core.errors import InputError, ModelUnavailableError, validation_errors
 from app.core.i18n import gettext
-from app.core.limits import MAX_RANKED_PIECES
+from app.core.limits import MAX_LINE_HEADS, MAX_RANKED_PIECES
 from app.features.model.reading import (
     GRID_CELLS,
     badge_annotations,
@@ -89,7 +89,7 @@ def page_link(page: ModelPageParams, **changes: Any) -> str:
         "off": page.off,
         "compare": page.compare or None,
         "role": page.role or None,
-        "lines": page.lines if page.lines != "head" else None,
+        "lines": page.lines,
         "start": page.start or None,
     }
     state.update(changes)
@@ -120,7 +120,25 @@ def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, An
     return fig
 
 
-def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
+def drawn_heads(page: ModelPageParams, result: ModelResult) -> list[tuple[int, int]]:
+    """The heads the line view draws: those ticked (checked against the model), or the
+    chosen head when none is."""
+    heads = page.line_heads()
+    layers, per_layer = result.model.layers, result.model.heads
+    for layer, head in heads:
+        if layer >= layers or head >= per_layer:
+            raise InputError(
+                ("lines",),
+                f"lines={layer}.{head} is not a head of the model, which has layers 0 to "
+                f"{layers - 1} and heads 0 to {per_layer - 1} in each; untick it",
+                source="query",
+            )
+    return heads
+
+
+def model_view(
+    result: ModelResult, page: ModelPageParams, line_heads: list[tuple[int, int]]
+) -> dict[str, Any]:
     """What the /model page shows of a result: the grid of every head with its badges, the
     reading of the heads (roles, where attention goes by layer, rollout, lines), the
     ablation and the second sentence, and the selected head's stages: its 32-wide Q, K, V,
@@ -132,11 +150,6 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
     tokens = [result.tokens[i] for i in keep]
     weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
     layer, chosen = result.head.layer, result.head.head
-    line_heads = (
-        [(layer, h) for h in range(result.model.heads)]
-        if page.lines == "layer"
-        else [(layer, chosen)]
-    )
     view: dict[str, Any] = {
         "tokens": tokens,
         "hidden": len(keep) < len(result.tokens),
@@ -157,6 +170,11 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
         ],
     }
     view["all_on"] = page_link(page, off=[])
+    view["lines_links"] = {
+        "chosen": page_link(page, lines=[]) + "#line-view",
+        "layer": page_link(page, lines=[f"{layer}.{h}" for h in range(result.model.heads)])
+        + "#line-view",
+    }
     request = {
         "text": page.text,
         "layer": layer,
@@ -170,6 +188,8 @@ def model_view(result: ModelResult, page: ModelPageParams) -> dict[str, Any]:
     view["request_json"] = request
     view["ranked_pieces"] = MAX_RANKED_PIECES
     lines = view["lines"]
+    view["drawn"] = {h["key"]: h["colour"] for h in lines["heads"]} if page.lines else {}
+    view["line_limit"] = MAX_LINE_HEADS
     view["window_links"] = {
         side: None if lines[side] is None else page_link(page, start=lines[side]) + "#line-view"
         for side in ("earlier", "later")
@@ -202,6 +222,7 @@ def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str,
     try:
         page = ModelPageParams.model_validate(form)
         result = compute_model(page.request(), settings, rank_if_short=True, as_json=False)
+        line_heads = drawn_heads(page, result)
     except ValidationError as exc:
         context["errors"] = [e["msg"] for e in validation_errors(exc.errors())]
         return context, 422
@@ -212,6 +233,7 @@ def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str,
         context.update(errors=[exc.msg], unavailable=True)
         return context, 503
     shape = (result.model.layers, result.model.heads)
-    context.update(result=result, view=model_view(result, page), shape=shape, page=page)
+    view = model_view(result, page, line_heads)
+    context.update(result=result, view=view, shape=shape, page=page)
     context["source"] = load_model(settings.model_dir).source_text()
     return context, 200

@@ -262,7 +262,8 @@ def rollout_view(result: ModelResult) -> dict[str, Any]:
 
 def line_view(result: ModelResult, heads: Sequence[tuple[int, int]], start: int) -> dict[str, Any]:
     """The line view's SVG geometry: the pieces start … start + LINE_WINDOW − 1 in two
-    columns, a line per query, key and head whose width and opacity follow the weight."""
+    columns, a line per query, key and head (at most MAX_LINE_HEADS, a colour each) whose
+    width and opacity follow the weight."""
     assert result.weights is not None
     n = len(result.tokens)
     start = max(0, min(start, max(0, n - LINE_WINDOW)))
@@ -272,7 +273,7 @@ def line_view(result: ModelResult, heads: Sequence[tuple[int, int]], start: int)
     lines = []
     for colour_index, (layer, head) in enumerate(heads):
         w = result.weights[layer, head]
-        colour = HEAD_COLOURS[colour_index % len(HEAD_COLOURS)]
+        colour = HEAD_COLOURS[colour_index]
         for i in window:
             for j in window:
                 weight = float(w[i, j])
@@ -313,7 +314,7 @@ def line_view(result: ModelResult, heads: Sequence[tuple[int, int]], start: int)
         "tokens": [{"index": i, "token": result.tokens[i], "y": y[i]} for i in window],
         "lines": lines,
         "heads": [
-            {"name": head_name(layer, head), "colour": HEAD_COLOURS[c % len(HEAD_COLOURS)]}
+            {"key": f"{layer}.{head}", "name": head_name(layer, head), "colour": HEAD_COLOURS[c]}
             for c, (layer, head) in enumerate(heads)
         ],
         "height": top + row_h * len(window) + 10,

@@ -38,6 +38,7 @@ def model_html(
 ) -> HTMLResponse:
     """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
     params: dict[str, object] = dict(query.last())
-    params["off"] = [v for k, v in query.items if k == "off"]  # one per head switched off
+    for name in ("off", "lines"):  # one value per head switched off, or drawn as lines
+        params[name] = [v for k, v in query.items if k == name]
     context, status = model_page(params, settings)
     return page_response(request, "model/model.html", context, status)

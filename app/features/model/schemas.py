@@ -7,12 +7,19 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from app.core.limits import HARD_MAX_TOKENS, MAX_RANKED_PIECES, MAX_TEXT_CHARS, MAX_WORD_PIECES
+from app.core.limits import (
+    HARD_MAX_TOKENS,
+    MAX_LINE_HEADS,
+    MAX_RANKED_PIECES,
+    MAX_TEXT_CHARS,
+    MAX_WORD_PIECES,
+)
 from app.features.stages.schemas import field_error
 
 Index = Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)]
@@ -128,7 +135,9 @@ class ModelPageParams(BaseModel):
         "", max_length=MAX_TEXT_CHARS, description="A second sentence (empty: none)."
     )
     role: str = Field("", description="Show only the heads with this label (empty: all).")
-    lines: str = Field("head", description='"head": the chosen head; "layer": all of its layer.')
+    lines: list[str] = Field(
+        [], description='Heads drawn in the line view, each "layer.head" (none: the chosen head).'
+    )
     start: int = Field(0, ge=0, description="First word piece of the line view's window.")
 
     @field_validator("role")
@@ -139,26 +148,36 @@ class ModelPageParams(BaseModel):
             raise PydanticCustomError("role", f"role {role!r} is not one of {choices}")
         return role
 
-    @field_validator("lines")
+    @field_validator("off", "lines")
     @classmethod
-    def known_lines(cls, lines: str) -> str:
-        if lines not in ("head", "layer"):
-            raise PydanticCustomError("lines", f'lines is {lines!r}; use "head" or "layer"')
-        return lines
-
-    @field_validator("off")
-    @classmethod
-    def head_pairs(cls, off: list[str]) -> list[str]:
-        for item in off:
+    def head_pairs(cls, items: list[str], info: ValidationInfo) -> list[str]:
+        for item in items:
             layer, dot, head = item.partition(".")
             if not (dot and layer.isdigit() and head.isdigit()):
                 raise PydanticCustomError(
-                    "head_pair", f'off={item!r} should be "layer.head", such as "0.2"'
+                    "head_pair", f'{info.field_name}={item!r} should be "layer.head", such as "0.2"'
                 )
-        return off
+        return items
+
+    @field_validator("lines")
+    @classmethod
+    def few_line_heads(cls, lines: list[str]) -> list[str]:
+        drawn = len(set(lines))
+        if drawn > MAX_LINE_HEADS:
+            raise PydanticCustomError(
+                "line_heads",
+                f"{drawn} heads are ticked for the line view, which draws at most "
+                f"{MAX_LINE_HEADS} at once (a colour each); untick some",
+            )
+        return lines
 
     def ablate(self) -> list[list[int]]:
         return [[int(part) for part in item.split(".")] for item in self.off]
+
+    def line_heads(self) -> list[tuple[int, int]]:
+        """The heads the line view draws, in (layer, head) order; none ticked: the chosen one."""
+        pairs = {(int(a), int(b)) for a, _, b in (item.partition(".") for item in self.lines)}
+        return sorted(pairs) or [(self.layer, self.head)]
 
     def request(self) -> ModelRequest:
         compare = self.compare if self.compare.strip() else None

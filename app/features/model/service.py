@@ -3,9 +3,9 @@ heads do (roles, entropy, rollout), the sentence embedding with any heads switch
 second sentence's similarity and the heads it needs, and one head's stages on request."""
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from threading import Lock
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,28 +31,47 @@ from app.math.rollout import attention_rollout, input_share
 from app.math.similarity import HeadEffect, cosine, rank_heads
 from app.settings import Settings
 
+T = TypeVar("T")
+
+
+class Recent:
+    """The last `size` results of an expensive computation, by key. Thread-safe; the results
+    are shared, so callers read them and never write to them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
 FORWARD_CACHE_SIZE = 8  # runs whose every layer is kept: changing the head is instant
-_forward_cache: OrderedDict[tuple[int, bytes, tuple], bert.EncoderStages] = OrderedDict()
-_forward_lock = Lock()
+_forward_cache = Recent(FORWARD_CACHE_SIZE)
+RANKING_CACHE_SIZE = 8  # rankings of sentence pairs: the page asks again when the head changes
+_ranking_cache = Recent(RANKING_CACHE_SIZE)
 
 
 def forward_cached(
     encoder: bert.Encoder, ids: Any, ablate: Sequence[tuple[int, int]] = ()
 ) -> bert.EncoderStages:
     """bert.forward, remembered for the last few runs: the page asks for the same sentence
-    again whenever the layer, head or query changes. The stages are shared, so callers read
-    them and never write to them."""
+    again whenever the layer, head or query changes."""
     key = (id(encoder), bytes(memoryview(ids)), tuple(ablate))
-    with _forward_lock:
-        if key in _forward_cache:
-            _forward_cache.move_to_end(key)
-            return _forward_cache[key]
-    stages = bert.forward(encoder, ids, ablate=ablate)
-    with _forward_lock:
-        _forward_cache[key] = stages
-        while len(_forward_cache) > FORWARD_CACHE_SIZE:
-            _forward_cache.popitem(last=False)
-    return stages
+    return _forward_cache.get(key, lambda: bert.forward(encoder, ids, ablate=ablate))
 
 
 def _pieces(loaded: LoadedModel, text: str, field: str) -> Pieces:
@@ -115,9 +134,13 @@ def _embedding(stages: bert.EncoderStages) -> np.ndarray:
 
 
 def _ranking(
-    loaded: LoadedModel, runs: list[bert.EncoderStages], base: float, if_short: bool
+    loaded: LoadedModel,
+    pieces: tuple[Pieces, Pieces],
+    runs: tuple[bert.EncoderStages, bert.EncoderStages],
+    base: float,
+    if_short: bool,
 ) -> list[HeadEffect] | None:
-    longest = max(len(run.embeddings) for run in runs)
+    longest = max(len(p.ids) for p in pieces)
     if longest > MAX_RANKED_PIECES and if_short:
         return None
     if longest > MAX_RANKED_PIECES:
@@ -126,8 +149,13 @@ def _ranking(
             f"ranking the heads runs both sentences 144 times, so it is offered for sentences "
             f"of at most {MAX_RANKED_PIECES} word pieces; one has {longest}: shorten it",
         )
-    sweeps = [ablation.single_head_ablations(loaded.encoder, run) for run in runs]
-    return rank_heads(base, cosine(*sweeps))
+
+    def rank() -> list[HeadEffect]:
+        sweeps = [ablation.single_head_ablations(loaded.encoder, run) for run in runs]
+        return rank_heads(base, cosine(*sweeps))
+
+    key = (id(loaded.encoder), *(bytes(memoryview(p.ids)) for p in pieces), runs[0].ablated)
+    return _ranking_cache.get(key, rank)
 
 
 def compute_model(
@@ -170,7 +198,9 @@ def compute_model(
         similarity = float(cosine(embedding, _embedding(second)))
         extra.update(similarity=similarity, compare=Compared(other.tokens, _embedding(second)))
         if req.rank_heads or rank_if_short:
-            extra["ranking"] = _ranking(loaded, [stages, second], similarity, not req.rank_heads)
+            extra["ranking"] = _ranking(
+                loaded, (pieces, other), (stages, second), similarity, not req.rank_heads
+            )
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]
         head = layer.head(req.head)

@@ -3,6 +3,7 @@
 import re
 from html import unescape
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import orjson
@@ -10,8 +11,10 @@ import plotly.graph_objects as go
 import pytest
 from fastapi.testclient import TestClient
 
+from app.core.limits import MAX_LINE_HEADS
 from app.features.model import store as model_store
 from app.features.model.page import strongest_keys
+from app.features.model.reading import HEAD_COLOURS
 from app.web.figures import heatmap_grid
 
 SENTENCE = "The cat sat on the mat."
@@ -212,9 +215,60 @@ def test_the_line_view_draws_a_line_per_visible_weight(client: TestClient) -> No
         assert float(width) == pytest.approx(0.5 + 5 * w[int(q), int(k)], abs=0.01)
     table = section(html, "lineview-table")
     assert '<th scope="row">2 cat</th><td>the 1.00</td>' in table  # "cat" looks at "the"
-    twelve = unescape(client.get("/model", params={"text": CAT, "lines": "layer"}).text)
-    assert section(twelve, "lineview", "</svg>").count('stroke="#') > len(lines)
-    assert section(twelve, "lineview-table").count('scope="col"') == 13
+    layer = re.search(r'<a href="([^"]+)" id="lines-layer"', html)
+    assert layer is not None
+    assert parse_qs(urlsplit(unescape(layer.group(1))).query)["lines"] == [
+        f"0.{h}" for h in range(12)
+    ]
+
+
+def test_the_line_view_draws_any_set_of_heads_a_colour_each(client: TestClient) -> None:
+    heads = [(5, 11), (0, 2), (3, 5)]
+    params = [("text", CAT), *(("lines", f"{a}.{b}") for a, b in heads)]
+    html = unescape(client.get("/model", params=params).text)
+    weights = np.array(client.post("/api/model", json={"text": CAT}).json()["weights"])
+    svg = section(html, "lineview", "</svg>")
+    drawn = re.findall(r'stroke="(#[0-9a-f]{6})"[^>]*data-q="(\d+)" data-k="(\d+)"', svg)
+    colours = [c for c, _, _ in drawn]
+    # in (layer, head) order, each head its own colour and a line per weight ≥ 0.02
+    order = sorted(heads)
+    assert list(dict.fromkeys(colours)) == list(HEAD_COLOURS[: len(heads)])
+    for colour, (a, b) in zip(HEAD_COLOURS, order, strict=False):
+        assert colours.count(colour) == int((weights[a, b] >= 0.02).sum())
+    legend = re.findall(
+        r'<li><span class="swatch" style="background: (#\w+)"></span>([^<]+)</li>', html
+    )
+    assert legend == [
+        (c, f"layer {a} head {b}") for c, (a, b) in zip(HEAD_COLOURS, order, strict=False)
+    ]
+    table = section(html, "lineview-table")
+    assert table.count('scope="col"') == 1 + len(heads)
+    for a, b in heads:  # ticked, and the grid's other heads not
+        assert re.search(rf'value="{a}.{b}" form="model-form" id="lines-{a}-{b}" checked', html)
+    assert html.count('type="checkbox" name="lines"') == 72
+    last = f'id="lines-5-11" checked style="accent-color: {HEAD_COLOURS[2]}"'  # its colour
+    assert html.count(last) == 1
+    assert len(re.findall(r'id="lines-\d+-\d+" checked', html)) == len(heads)
+    assert 'id="lines-chosen"' in html
+    assert len(HEAD_COLOURS) >= MAX_LINE_HEADS == len(set(HEAD_COLOURS))
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["2-3"], 'lines=\'2-3\' should be "layer.head", such as "0.2"'),
+        (["6.0"], "lines=6.0 is not a head of the model, which has layers 0 to 5 and heads 0 to"),
+        (["0.12"], "lines=0.12 is not a head of the model"),
+        ([f"1.{h}" for h in range(12)] + ["2.0"], "13 heads are ticked for the line view, which "
+         "draws at most 12 at once (a colour each); untick some"),
+    ],
+)  # fmt: skip
+def test_line_heads_that_cannot_be_drawn_get_a_sentence(
+    client: TestClient, lines: list[str], message: str
+) -> None:
+    response = client.get("/model", params=[("text", CAT), *(("lines", v) for v in lines)])
+    assert response.status_code == 422
+    assert message in unescape(response.text)
 
 
 def test_a_long_text_is_pooled_in_the_grid_and_windowed_in_the_line_view(
@@ -268,10 +322,10 @@ def test_a_second_sentence_shows_the_similarity_and_the_ranking(client: TestClie
 
 
 def test_long_sentences_get_the_similarity_without_the_ranking(client: TestClient) -> None:
-    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 60}).text)
+    html = unescape(client.get("/model", params={"text": CAT, "compare": "a " * 63}).text)
     assert 'id="similarity-result"' in html
     assert 'id="ranking-table"' not in html
-    assert "it is offered when both have at most 48 word pieces" in html
+    assert "it is offered when both have at most 64 word pieces" in html
 
 
 def test_the_reading_is_in_spanish(client: TestClient) -> None:

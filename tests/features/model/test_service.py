@@ -1,10 +1,13 @@
-"""The model service remembers the last sentences' forward passes: a new head is instant."""
+"""The model service remembers the last sentences' forward passes and head rankings: a new
+head is instant."""
 
 import numpy as np
 
 from app.features.model import service
+from app.features.model.schemas import ModelRequest
 from app.features.model.store import load_model, word_pieces
 from app.math import minilm as bert
+from app.settings import Settings
 
 
 def test_the_same_sentence_runs_once_and_gives_the_same_stages() -> None:
@@ -23,3 +26,18 @@ def test_only_the_last_few_sentences_are_kept() -> None:
     for k in range(service.FORWARD_CACHE_SIZE + 3):
         service.forward_cached(loaded.encoder, word_pieces(loaded, f"word {k}").ids)
     assert len(service._forward_cache) == service.FORWARD_CACHE_SIZE
+
+
+def test_a_ranking_is_computed_once_per_pair_of_sentences() -> None:
+    def ranking(layer: int, compare: str) -> list:
+        req = ModelRequest(text="the cat sat", compare_text=compare, layer=layer, head=0,
+                           rank_heads=True)  # fmt: skip
+        result = service.compute_model(req, Settings())
+        assert result.ranking is not None
+        return result.ranking
+
+    first = ranking(0, "a dog barked")
+    assert ranking(3, "a dog barked") is first  # another head: the same ranking
+    other = ranking(0, "a dog slept")
+    assert other is not first
+    assert [e.similarity for e in other] != [e.similarity for e in first]

@@ -103,13 +103,15 @@ class KVCache:
         self.length = count
         return dropped
 
+    # Copies, not views: a step's stages keep the K and V it read, and `keep` later moves rows
+    # within the buffers.
     @property
     def k(self) -> np.ndarray:
-        return self._k[: self.length]  # (length, d_k)
+        return self._k[: self.length].copy()  # (length, d_k)
 
     @property
     def v(self) -> np.ndarray:
-        return self._v[: self.length]  # (length, d_v)
+        return self._v[: self.length].copy()  # (length, d_v)
 
     @property
     def positions(self) -> np.ndarray:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.math.cost import score_entries
-from app.math.decoding import DecodeStep, Decoding, KVCache, decode  # noqa: F401 (moved there)
 
 if TYPE_CHECKING:
     from app.math.flash import TileStep

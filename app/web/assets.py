@@ -77,3 +77,14 @@ class VersionedStaticFiles(StaticFiles):
             if query.startswith(b"v=") and query[2:].decode("latin-1") == content_hash(path):
                 response.headers["Cache-Control"] = ONE_YEAR
         return response
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """Browsers ask /favicon.ico of any page without an icon link (JSON, fragments, /healthz):
+    they get the SVG icon instead of a 404 in their console."""
+    return Response(
+        (STATIC_DIR / "favicon.svg").read_bytes(),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )

@@ -5,12 +5,12 @@ recorded, and console errors are collected; both fail the test at teardown.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Request, sync_playwright
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -22,9 +22,20 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Nothing but the app: any other host fails to resolve, offline as in a classroom.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
+ALLOWED_URLS = ("http://127.0.0.1:", "data:", "blob:")
+DESKTOP = {"width": 1280, "height": 800}
 
-pytestmark = pytest.mark.browser
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test in this folder is a browser test: `pytest -m "not browser"` skips them all."""
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")
@@ -55,31 +66,63 @@ def watch() -> PageWatch:
     return PageWatch()
 
 
+@pytest.fixture(scope="session")
+def shared_context(browser: Browser, live_server: str) -> Iterator[BrowserContext]:
+    """One browser context for the whole session, as one student's browser is.
+
+    Its HTTP and code caches keep plotly.js (4.8 MB) compiled from one test to the next: a
+    context per test parsed it again for every page, which was most of the suite's time. No
+    page keeps cookies or storage (the app sets none), so tests still start from nothing.
+    """
+    context = browser.new_context(viewport=DESKTOP, base_url=live_server)
+    yield context
+    context.close()
+
+
 @pytest.fixture
-def page(browser: Browser, live_server: str, watch: PageWatch) -> Iterator[Page]:
+def open_page(shared_context: BrowserContext, watch: PageWatch) -> Iterator[Callable[..., Page]]:
+    """Opens pages at a viewport in the shared context; every page of the context is watched.
+
+    Another host cannot even be resolved (`--host-resolver-rules`), and each request to one is
+    recorded: a route handler would do the same but switches the context's cache off.
+    """
+
+    def on_request(request: Request) -> None:
+        if not request.url.startswith(ALLOWED_URLS):
+            watch.foreign_requests.append(request.url)
+
+    def on_page(page: Page) -> None:
+        page.on(
+            "console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None
+        )
+        page.on("pageerror", lambda e: watch.console_errors.append(str(e)))
+
+    shared_context.on("request", on_request)
+    shared_context.on("page", on_page)
+
+    def open_at(width: int = DESKTOP["width"], height: int = DESKTOP["height"]) -> Page:
+        page = shared_context.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        return page
+
+    yield open_at
+    for page in shared_context.pages:
+        page.close()
+    shared_context.remove_listener("request", on_request)
+    shared_context.remove_listener("page", on_page)
+    assert watch.foreign_requests == [], "the page asked another host"
+    assert watch.console_errors == [], "the page logged errors"
+
+
+@pytest.fixture
+def page(open_page: Callable[..., Page]) -> Page:
     """A page with the app's real Content-Security-Policy enforced, as in a student's browser.
 
     So tests wait with locators, `wait_for_selector` or `expect_response`, never
     `page.wait_for_function`: Playwright evaluates its predicate with eval, which the policy
     refuses.
     """
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server)
-
-    def guard(route, request) -> None:  # type: ignore[no-untyped-def]
-        if request.url.startswith(("http://127.0.0.1:", "data:", "blob:")):
-            route.continue_()
-        else:
-            watch.foreign_requests.append(request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page = context.new_page()
-    page.on("console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: watch.console_errors.append(str(e)))
-    yield page
-    context.close()
-    assert watch.foreign_requests == [], "the page asked another host"
-    assert watch.console_errors == [], "the page logged errors"
+    return open_page()
 
 
 def axe_violations(page: Page) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.core.rules import WORKED_EXAMPLE_REQUEST
-from tests.browser.conftest import PageWatch, axe_violations, save_screenshot
+from tests.browser.conftest import axe_violations, save_screenshot
 
 
 def redraws(page: Page) -> int:
@@ -88,7 +88,7 @@ def test_bidirectional_lets_cat_see_sleeps(page: Page) -> None:
     assert float(sleeps.locator("td").nth(3).text_content() or "0") > 0.3
 
 
-def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: PageWatch) -> None:
+def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page) -> None:
     page.goto("/")
     edit(page, lambda: page.locator("#w_q-1-1").fill("-1.5"))
     edit(page, lambda: page.get_by_label("Sliding window").check())
@@ -97,10 +97,7 @@ def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page, watch: Pa
     edit(page, lambda: page.get_by_label("Divide the scores by √d_k").uncheck())
     shown = weights_shown(page)
     output = page.locator("#query-output").text_content()
-    fresh = page.context.new_page()
-    fresh.on(
-        "console", lambda m: watch.console_errors.append(m.text) if m.type == "error" else None
-    )
+    fresh = page.context.new_page()  # watched like every page of the context
     fresh.goto(page.url)
     expect(fresh.locator("#w_q-1-1")).to_have_value("-1.5")
     expect(fresh.get_by_label("Sliding window")).to_be_checked()

@@ -170,7 +170,7 @@ def test_256_word_pieces_stay_readable(page: Page) -> None:
     page.goto("/model")
     page.fill("#text", text)
     page.click("button[type=submit]")
-    expect(page.locator("#pieces li")).to_have_count(256)
+    expect(page.locator("#pieces li")).to_have_count(256, timeout=DRAWN)
     expect(page.locator(".window-nav")).to_contain_text("Pieces 0 to 39 of 256 are drawn.")
     grid = page.locator('[data-figure="fig-grid"]')
     grid.scroll_into_view_if_needed()

@@ -8,17 +8,17 @@ the page), the first screen at 1280×800 and in presenter mode at 1280×720, pho
 """
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import CHROMIUM_ARGS, axe_violations, save_screenshot
+from tests.browser.conftest import axe_violations, save_screenshot
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
 VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 844)}
-assert CHROMIUM_ARGS  # the page fixture's browser, launched with the app's usual flags
 
 
 def printed(value: float, digits: int = 3) -> str:
@@ -296,9 +296,8 @@ def test_presenter_mode_shows_weights_and_breakdown_without_scrolling(page: Page
 @pytest.mark.parametrize(
     "path", ["/", "/walkthrough", "/heads", "/cost", "/kernel", "/model", "/lessons", "/docs"]
 )
-def test_phones_never_scroll_sideways(browser: Browser, live_server: str, path: str) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=live_server)
-    page = context.new_page()
+def test_phones_never_scroll_sideways(open_page: Callable[..., Page], path: str) -> None:
+    page = open_page(390, 844)
     page.goto(path)
     page.wait_for_load_state("networkidle")
     width = page.evaluate("document.documentElement.scrollWidth")
@@ -308,7 +307,6 @@ def test_phones_never_scroll_sideways(browser: Browser, live_server: str, path: 
     assert header["height"] <= 120
     name = path.strip("/").split("?")[0] or "lab"
     save_screenshot(page, f"teacher-{name}-390x844")
-    context.close()
 
 
 # ---------------------------------------------------------------- axe in every mode and language

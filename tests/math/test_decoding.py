@@ -3,44 +3,14 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
+from app.core import rules
 from app.math import attention as att
 from app.math import decoding as dc
 from app.math import heads as mh
+from tests.math.strategies import decode_states
 
 EXACT = 1e-12
-values = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
-
-
-@st.composite
-def policies(draw: st.DrawFn, n: int) -> dc.CachePolicy:
-    kind = draw(st.sampled_from(dc.POLICIES))
-    if kind == "full":
-        return dc.FULL
-    return dc.CachePolicy(kind, draw(st.integers(1, n + 1)), draw(st.integers(0, n)))
-
-
-@st.composite
-def decode_states(draw: st.DrawFn) -> dict:
-    n = draw(st.integers(1, 10))
-    d_model = draw(st.integers(1, 4))
-    allowed = att.build_mask(
-        n, causal=True, padding=draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
-    )
-    matrix = lambda rows, cols: arrays(float, (rows, cols), elements=values)  # noqa: E731
-    return {
-        "x": draw(matrix(n, d_model)),
-        "w_q": draw(matrix(d_model, 4)),
-        "w_k": draw(matrix(d_model, 4)),
-        "w_v": draw(matrix(d_model, 2)),
-        "allowed": allowed,
-        "prompt": draw(st.integers(1, n)),
-        "scale": draw(st.booleans()),
-        "positional": draw(st.sampled_from(["none", "sinusoidal", "rope"])),
-        "policy": draw(policies(n)),
-    }
 
 
 def lab_mask(n: int, policy: dc.CachePolicy) -> np.ndarray:
@@ -70,6 +40,7 @@ def test_every_policy_equals_the_dense_head_with_the_matching_mask(state: dict) 
         t, held = step.position, step.cached_positions
         np.testing.assert_array_equal(held, np.flatnonzero(policy.mask(n)[t]))
         np.testing.assert_allclose(step.stages.weights[0], dense.weights[t, held], atol=EXACT)
+        np.testing.assert_allclose(step.stages.k, dense.k[held], atol=EXACT)
         assert dense.weights[t, np.setdiff1d(np.arange(n), held)].sum() == 0
         assert step.cache_elements == len(held) * (4 + 2)
         if policy.capacity is not None:
@@ -116,3 +87,33 @@ def test_policies_refuse_what_they_cannot_mean() -> None:
         dc.CachePolicy("sinks", window=None, sinks=2)
     with pytest.raises(ValueError, match="sinks"):
         dc.CachePolicy("window", window=2, sinks=-1)
+
+
+def test_each_decode_step_adds_one_cache_row_and_one_query() -> None:
+    x, w_q, w_k, w_v = rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V
+    decoding = dc.decode(x, w_q, w_k, w_v, att.causal_mask(3), prompt=1)
+    assert decoding.prefill.scores.shape == (1, 1)
+    assert [s.position for s in decoding.steps] == [1, 2]
+    assert [s.cache_length for s in decoding.steps] == [2, 3]
+    assert [s.stages.scores.shape for s in decoding.steps] == [(1, 2), (1, 3)]
+    assert [(s.dots_cached, s.dots_uncached) for s in decoding.steps] == [(2, 4), (3, 9)]
+    cat = decoding.steps[0]
+    np.testing.assert_array_equal(cat.k, [1.0, 0.0])
+    assert cat.stages.weights.round(3).tolist() == [[0.670, 0.330]]
+    assert cat.stages.output.round(2).tolist() == [[0.83, -0.34]]
+
+
+def test_cache_rows_never_change_once_written() -> None:
+    cache = dc.KVCache(capacity=3, d_k=2, d_v=1)
+    cache.append(np.ones((1, 2)), np.ones((1, 1)))
+    first = cache.k.copy()
+    cache.append(np.full((2, 2), 5.0), np.full((2, 1), 5.0))
+    assert cache.length == 3
+    np.testing.assert_array_equal(cache.k[:1], first)
+    assert cache.v[:, 0].tolist() == [1.0, 5.0, 5.0]
+
+
+def test_decoding_refuses_a_mask_that_sees_the_future() -> None:
+    x = rules.WORKED_X
+    with pytest.raises(ValueError, match="causal"):
+        dc.decode(x, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, np.ones((3, 3), bool), 1)

@@ -3,15 +3,12 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 from app.core import rules
 from app.math import attention as att
 from app.math import flash as fl
-from app.math import heads as mh
 from app.math import kernel as kn
-from tests.math.strategies import lab_states, random_qkv, values
+from tests.math.strategies import lab_states, random_qkv
 
 EXACT = 1e-12
 
@@ -174,75 +171,3 @@ def test_decode_counts() -> None:
     assert (c.last_step_cached, c.last_step_uncached) == (4, 16)
     assert (c.total_cached, c.total_uncached) == (1 + 2 + 3 + 4, 1 + 4 + 9 + 16)
     assert c.cache_entries == 4 * 5
-
-
-# ---------------------------------------------------------------- cached decoding
-
-
-@st.composite
-def decode_states(draw: st.DrawFn) -> dict:
-    n = draw(st.integers(1, 10))
-    d_model = draw(st.integers(1, 4))
-    allowed = att.build_mask(
-        n,
-        causal=True,
-        padding=draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n)),
-        window=draw(st.none() | st.integers(1, n + 1)),
-    )
-    matrix = lambda rows, cols: arrays(float, (rows, cols), elements=values)  # noqa: E731
-    return {
-        "x": draw(matrix(n, d_model)),
-        "w_q": draw(matrix(d_model, 4)),
-        "w_k": draw(matrix(d_model, 4)),
-        "w_v": draw(matrix(d_model, 2)),
-        "allowed": allowed,
-        "prompt": draw(st.integers(1, n)),
-        "scale": draw(st.booleans()),
-        "positional": draw(st.sampled_from(["none", "sinusoidal", "rope"])),
-    }
-
-
-@settings(max_examples=100, deadline=None)
-@given(decode_states())
-def test_decoded_rows_equal_full_causal_attention(state: dict) -> None:
-    """Position included: sinusoidal adds PE(t) to row t, RoPE rotates q_t and k_t at t."""
-    decoding = kn.decode(**state)
-    x, w_q, w_k, w_v = (state[f] for f in ("x", "w_q", "w_k", "w_v"))
-    full = mh.multi_head_attention(
-        x, w_q[None], w_k[None], w_v[None], state["allowed"], state["scale"], state["positional"]
-    ).heads[0]
-    np.testing.assert_allclose(decoding.output, full.output, rtol=0, atol=EXACT)
-    for step in decoding.steps:
-        t = step.position
-        np.testing.assert_allclose(step.stages.weights[0], full.weights[t, : t + 1], atol=EXACT)
-        np.testing.assert_allclose(step.stages.k, full.k[: t + 1], atol=EXACT)
-
-
-def test_each_decode_step_adds_one_cache_row_and_one_query() -> None:
-    x, w_q, w_k, w_v = rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V
-    decoding = kn.decode(x, w_q, w_k, w_v, att.causal_mask(3), prompt=1)
-    assert decoding.prefill.scores.shape == (1, 1)
-    assert [s.position for s in decoding.steps] == [1, 2]
-    assert [s.cache_length for s in decoding.steps] == [2, 3]
-    assert [s.stages.scores.shape for s in decoding.steps] == [(1, 2), (1, 3)]
-    assert [(s.dots_cached, s.dots_uncached) for s in decoding.steps] == [(2, 4), (3, 9)]
-    cat = decoding.steps[0]
-    np.testing.assert_array_equal(cat.k, [1.0, 0.0])
-    assert cat.stages.weights.round(3).tolist() == [[0.670, 0.330]]
-    assert cat.stages.output.round(2).tolist() == [[0.83, -0.34]]
-
-
-def test_cache_rows_never_change_once_written() -> None:
-    cache = kn.KVCache(capacity=3, d_k=2, d_v=1)
-    cache.append(np.ones((1, 2)), np.ones((1, 1)))
-    first = cache.k.copy()
-    cache.append(np.full((2, 2), 5.0), np.full((2, 1), 5.0))
-    assert cache.length == 3
-    np.testing.assert_array_equal(cache.k[:1], first)
-    assert cache.v[:, 0].tolist() == [1.0, 5.0, 5.0]
-
-
-def test_decoding_refuses_a_mask_that_sees_the_future() -> None:
-    x = rules.WORKED_X
-    with pytest.raises(ValueError, match="causal"):
-        kn.decode(x, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, np.ones((3, 3), bool), 1)

@@ -3,6 +3,7 @@
 import pytest
 from fastapi.testclient import TestClient
 
+from app import STATIC_DIR
 from app.web.assets import FILES, ONE_YEAR
 from app.web.templating import static_url
 
@@ -31,3 +32,11 @@ def test_only_the_exact_version_of_a_static_file_is_cached_for_a_year(
         response = client.get(path + other)
         assert response.status_code == 200
         assert "immutable" not in response.headers.get("cache-control", ""), other
+
+
+def test_favicon_ico_is_the_apps_icon(client: TestClient) -> None:
+    """What a browser asks of a page without an icon link (a fragment, JSON) is not a 404."""
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert response.content == (STATIC_DIR / "favicon.svg").read_bytes()

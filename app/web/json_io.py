@@ -14,7 +14,6 @@ of the 422 FastAPI has always answered; validation problems are the same errors 
 reports (loc starting with "body"), which app/web/handlers.py words and caps at 20.
 """
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Callable, Coroutine
@@ -151,51 +150,8 @@ def dumps(content: Any) -> bytes:
         return orjson.dumps(wide, option=ORJSON_OPTIONS, default=_contiguous)
 
 
-# An array of at least this many numbers is written by an orjson call of its own.
-PIECE_CELLS = 4096
-
-
-def _named_parts(value: Any) -> list[tuple[str, Any]] | None:
-    """The fields of a dataclass, or the items of a dict with text keys, in the order orjson
-    writes them; None for anything else."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return list(value.items())
-    return None
-
-
-def _holds_large_array(value: Any) -> bool:
-    parts = _named_parts(value) or ()
-    return any(isinstance(v, np.ndarray) and v.size >= PIECE_CELLS for _, v in parts)
-
-
-def dumps_in_pieces(content: Any) -> bytes:
-    """dumps(content), byte for byte, written a part at a time: each field of a result, each
-    head of a list of heads, each large array by an orjson call of its own. orjson holds the
-    GIL for as long as one call runs (a second for a 97 MB answer); in pieces, the event
-    loop gets it back between them within milliseconds, so /healthz and small requests are
-    served while a work thread writes a large answer."""
-    parts = _named_parts(content)
-    if parts is not None:
-        return b"{" + b",".join(dumps(k) + b":" + dumps_in_pieces(v) for k, v in parts) + b"}"
-    if isinstance(content, list) and content and _holds_large_array(content[0]):
-        return b"[" + b",".join(dumps_in_pieces(v) for v in content) + b"]"
-    return dumps(content)
-
-
-def on_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 class JSONResponse(Response):
-    """orjson's answer; written in pieces (`dumps_in_pieces`) when made in a work thread."""
-
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
-        return dumps(content) if on_event_loop() else dumps_in_pieces(content)
+        return dumps(content)

@@ -141,39 +141,3 @@ def test_the_work_threads_setting_sizes_the_work_pool_and_only_it(
     assert client.portal.call(lambda: work_limiter().total_tokens) == threads
     default_pool = client.portal.call(to_thread.current_default_thread_limiter)
     assert default_pool.total_tokens == 40  # anyio's, for sync routes and static files
-
-
-@pytest.mark.parametrize(
-    ("path", "body"),
-    [
-        ("/api/attention", {"tokens": [f"t{i}" for i in range(70)], "d_model": 8}),
-        ("/api/heads", {"tokens": [f"t{i}" for i in range(70)], "heads": 3}),
-        ("/api/attention", {}),
-    ],
-    ids=["one head", "three heads", "worked example"],
-)
-def test_an_answer_written_in_pieces_is_the_same_bytes(
-    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch, path: str, body: dict
-) -> None:
-    made: list[Any] = []
-    written: list[bytes] = []
-    pieces, whole = json_io.dumps_in_pieces, json_io.dumps
-
-    def recorded(content: Any) -> bytes:
-        made.append(content)
-        return pieces(content)
-
-    def counted(content: Any) -> bytes:
-        written.append(whole(content))
-        return written[-1]
-
-    monkeypatch.setattr(json_io, "dumps_in_pieces", recorded)
-    monkeypatch.setattr(json_io, "dumps", counted)
-    monkeypatch.setattr(json_io, "on_event_loop", lambda: False)  # as in a work thread
-    answer = fresh_client.post(path, json=body, headers={"accept-encoding": "identity"})
-    assert answer.status_code == 200
-    content = made[0]  # the answer; the rest are its parts
-    largest = max(len(piece) for piece in written)
-    assert answer.content == whole(content)
-    assert len(written) > 10
-    assert largest < len(answer.content) / 2

@@ -122,9 +122,9 @@ class Settings(BaseSettings):
         1,
         ge=1,
         le=64,
-        description="Threads that compute, render and compress, in the order requests arrive "
-        "(app/web/work.py); the event loop only reads and writes. One per process is a core's "
-        "worth of Python; WORKERS adds processes.",
+        description="Threads for the heavy work of requests (large bodies validated, long heads "
+        "computed, large answers compressed), in the order requests arrive (app/web/work.py). "
+        "One per process is a core's worth of Python; WORKERS adds processes.",
     )
     freeze_gc: bool = Field(
         True,

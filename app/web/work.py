@@ -2,33 +2,45 @@
 
 On a saturated event loop, work done in the loop itself makes requests wait unfairly: a
 request's steps (reading its body, routing, computing, sending) queue behind the steps of
-every other request, in no order that favours the one that came first, and a cheap request
-such as /healthz waits behind all of them (p99 over a second under wrk with 300 µs of work
-per request). So the work is done by a small pool of threads, `work_threads` (one by
-default: a process serves one core's worth of Python; WORKERS gives more processes), fed in
-the order requests arrive, and the loop only reads, routes and writes:
+every other request, and a cheap request such as /healthz waits behind all of them (p99
+over a second under wrk with 300 µs of work per request). So the heavy work of a request,
+`run_work`, is done by `work_threads` threads (one by default: a process holds one core's
+worth of Python; WORKERS gives more processes), handed out first come, first served, and
+the loop only reads, routes and writes: large request bodies validated, long heads computed
+and serialized, large answers compressed.
 
-- every sync route and sync dependency (FastAPI runs them in anyio's default thread pool,
-  whose size `use_work_threads` sets when the app starts): the API computations, pages, CSV;
-- `run_work` for the rest: large request bodies validated, large answers compressed.
-
-anyio's limiter hands its places out first come, first served.
+The work has a thread limit of its own, apart from anyio's default pool, where FastAPI runs
+sync routes and Starlette reads static files: a stylesheet never queues behind a 6 MB answer.
 """
 
 from collections.abc import Callable
 from typing import TypeVar, TypeVarTuple
 
-from anyio import to_thread
+from anyio import CapacityLimiter, to_thread
+from anyio.lowlevel import RunVar
+
+from app.settings import Settings
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
+_limiter: RunVar[CapacityLimiter] = RunVar("attention_lab_work_limiter")
+
 
 def use_work_threads(count: int) -> None:
     """Let at most `count` threads do work at once (called in the running event loop)."""
-    to_thread.current_default_thread_limiter().total_tokens = count
+    _limiter.set(CapacityLimiter(count))
+
+
+def work_limiter() -> CapacityLimiter:
+    """This event loop's limiter: as `use_work_threads` set it, else the setting's default."""
+    try:
+        return _limiter.get()
+    except LookupError:
+        use_work_threads(Settings.model_fields["work_threads"].default)
+        return _limiter.get()
 
 
 async def run_work(function: Callable[[*Ts], T], *args: *Ts) -> T:
     """function(*args) in a work thread, after the work that arrived before it."""
-    return await to_thread.run_sync(function, *args)
+    return await to_thread.run_sync(function, *args, limiter=work_limiter())

@@ -15,6 +15,7 @@ from app.features.lab import routes as lab_routes
 from app.features.lab.schemas import AttentionRequest
 from app.web import handlers, json_io
 from app.web.json_io import INLINE_BYTES, JSONRoute, parse
+from app.web.work import work_limiter
 
 BODIES = [
     b"{}",
@@ -132,8 +133,11 @@ def test_a_long_head_is_computed_in_a_work_thread_and_a_short_one_on_the_loop(
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_the_work_threads_setting_sizes_the_thread_pool(make_client: Any, threads: int) -> None:
+def test_the_work_threads_setting_sizes_the_work_pool_and_only_it(
+    make_client: Any, threads: int
+) -> None:
     client = make_client(work_threads=threads)
     client.get("/healthz")  # started: the lifespan has run
-    tokens = client.portal.call(lambda: to_thread.current_default_thread_limiter().total_tokens)
-    assert tokens == threads
+    assert client.portal.call(lambda: work_limiter().total_tokens) == threads
+    default_pool = client.portal.call(to_thread.current_default_thread_limiter)
+    assert default_pool.total_tokens == 40  # anyio's, for sync routes and static files

@@ -20,6 +20,7 @@ from app.core.limits import (
     MAX_TEXT_CHARS,
     MAX_WORD_PIECES,
 )
+from app.features.model.store import MODEL_SHAPE
 from app.features.stages.schemas import field_error
 
 Index = Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)]
@@ -147,6 +148,22 @@ class ModelPageParams(BaseModel):
             choices = ", ".join(r for r in ROLE_FILTERS if r)
             raise PydanticCustomError("role", f"role {role!r} is not one of {choices}")
         return role
+
+    @field_validator("lines", mode="before")
+    @classmethod
+    def earlier_line_links(cls, lines: Any, info: ValidationInfo) -> Any:
+        """Links saved before any set of heads could be drawn say lines=head (the chosen one)
+        or lines=layer (all heads of the chosen layer): they still draw what they did."""
+        if not isinstance(lines, list):
+            return lines
+        layer = info.data.get("layer")
+        drawn: list[Any] = []
+        for item in lines:
+            if item == "layer" and isinstance(layer, int):
+                drawn += [f"{layer}.{h}" for h in range(MODEL_SHAPE[1])]
+            elif item != "head":
+                drawn.append(item)
+        return drawn
 
     @field_validator("off", "lines")
     @classmethod

@@ -348,3 +348,18 @@ def test_a_live_update_of_unusable_input_is_a_200_that_carries_the_422(
     assert "x-input-status" not in page.headers
     assert (live.status_code, live.headers["x-input-status"]) == (200, "422")
     assert live.text == page.text
+
+
+@pytest.mark.parametrize(
+    ("query", "ticked"),
+    [("lines=layer&layer=2&head=3", [f"2.{h}" for h in range(12)]), ("lines=head", [])],
+)
+def test_line_view_links_saved_before_sets_of_heads_still_draw_the_same(
+    client: TestClient, query: str, ticked: list[str]
+) -> None:
+    """lines=layer (every head of the chosen layer) and lines=head (the chosen head alone)."""
+    html = client.get(f"/model?text={SENTENCE}&{query}").text
+    boxes = re.findall(r'<input type="checkbox" name="lines" [^>]*>', html)
+    assert len(boxes) == 72
+    checked = [re.search(r'value="([0-9.]+)"', box)[1] for box in boxes if " checked" in box]
+    assert checked == ticked

@@ -11,9 +11,11 @@ Exit status: 0 when every check passed; 1 when one failed; 3 when the tools are 
 cannot be installed (the Makefile reports that clearly instead of failing `make test`).
 """
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -170,22 +172,34 @@ class Container:
 
     @staticmethod
     def _popen(*args: str) -> subprocess.Popen:
-        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # A session of its own: stop() ends every process in it. Under `buildah run` the
+        # app's uvicorn workers outlived a terminated buildah, still serving after the test.
+        return subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
 
     def stop(self) -> str:
         logs = ""
         if self.server is not None:
-            self.server.terminate()
+            signal_group(self.server.pid, signal.SIGTERM)
             try:
                 logs = self.server.communicate(timeout=15)[0]
             except subprocess.TimeoutExpired:
-                self.server.kill()
+                logs = ""
+            signal_group(self.server.pid, signal.SIGKILL)  # whatever did not stop in time
+            if self.server.returncode is None:
                 logs = self.server.communicate()[0]
         if self.how == "podman run":
             sh("podman", "rm", "-f", self.name, check=False)
         else:
             sh("buildah", "rm", self.name, check=False)
         return logs
+
+
+def signal_group(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # every process of the group has ended
+        os.killpg(pid, signum)
 
 
 def check(label: str, ok: bool, detail: str = "") -> bool:

@@ -27,6 +27,7 @@ CHROMIUM_ARGS = [
 ]
 ALLOWED_URLS = ("http://127.0.0.1:", "data:", "blob:")
 DESKTOP = {"width": 1280, "height": 800}
+HEADER_MAX_PX = 120  # the most of a phone's screen the site header may take
 
 HERE = Path(__file__).parent
 

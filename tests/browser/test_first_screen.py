@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import save_screenshot
+from tests.browser.conftest import HEADER_MAX_PX, save_screenshot
 
 # Each page and the figure that is its main picture.
 MAIN_PICTURE = {
@@ -20,7 +20,6 @@ MAIN_PICTURE = {
     "/model": "fig-grid",
     "/walkthrough": "walk-x",
 }
-HEADER_MAX_PX = 120
 # The cells of a figure (plotly's drag layer) and the page's width and header, as drawn.
 MEASURE = """(figure) => {
   const cells = (root) => [...root.querySelectorAll('rect.nsewdrag')]

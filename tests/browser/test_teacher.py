@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.core.i18n import format_vector
-from tests.browser.conftest import axe_violations, save_screenshot
+from tests.browser.conftest import HEADER_MAX_PX, axe_violations, save_screenshot
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
 VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 844)}
@@ -424,7 +424,7 @@ def test_phones_never_scroll_sideways(open_page: Callable[..., Page], path: str)
     assert width <= 390, f"{path} is {width} px wide at 390"
     header = page.locator(".site-header").bounding_box()
     assert header is not None
-    assert header["height"] <= 120
+    assert header["height"] <= HEADER_MAX_PX
     name = path.strip("/").split("?")[0] or "lab"
     save_screenshot(page, f"teacher-{name}-390x844")
 

@@ -108,6 +108,7 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's conventional name)
     return message
 
 
+@lru_cache(maxsize=len(LOCALES))
 def _symbols(locale: str) -> tuple[str, str]:
     """(decimal mark, group mark) of a locale, from CLDR through babel: (".", ",") in English,
     (",", ".") in Spanish."""

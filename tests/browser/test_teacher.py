@@ -440,6 +440,32 @@ def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
     page.wait_for_timeout(800)
     assert check_colour_ranges(page) >= 1
+    for figure in page.evaluate(TOKEN_AXES):  # thumbnails and small multiples included
+        assert figure["x"] > 0, f"{path} {figure['id']}: no labels along the keys"
+        assert figure["y"] > 0, f"{path} {figure['id']}: no labels along the queries"
+        assert figure["smallest"] >= 10, f"{path} {figure['id']}: tick labels under 10 px"
+        if figure["id"] in SMALL_MULTIPLES:  # their labels are thinned to fit (figures.js)
+            assert figure["overlaps"] == 0, f"{path} {figure['id']}: labels over each other"
+
+
+SMALL_MULTIPLES = ("fig-heads", "fig-grid")  # many heads in one figure (app/web/multiples.py)
+# Per heatmap: its tick labels on each axis, the smallest font among them, and how many pairs
+# of neighbours on one axis overlap (more than a pixel).
+TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter((gd) => (gd.data || []).some((t) => t.type === 'heatmap'))
+  .map((gd) => {
+    const labels = (sel) => [...gd.querySelectorAll(sel)].filter((e) => e.textContent.trim())
+      .map((e) => ({box: e.getBoundingClientRect(),
+                    size: parseFloat(getComputedStyle(e).fontSize)}));
+    const x = labels('.xtick text'), y = labels('.ytick text');
+    const over = (a, b) => a.left + 1 < b.right && b.left + 1 < a.right
+      && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+    const overlaps = [x, y].reduce((n, axis) => n + axis.slice(1)
+      .filter((l, i) => over(l.box, axis[i].box)).length, 0);
+    const sizes = [...x, ...y].map((l) => l.size);
+    return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps,
+            smallest: sizes.length ? Math.min(...sizes) : 0};
+  })"""
 
 
 # ---------------------------------------------------------------- the first screen

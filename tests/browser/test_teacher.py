@@ -37,8 +37,7 @@ def type_like_a_teacher(page: Page, selector: str, text: str, *, replace: bool) 
     """Type `text` into the field key by key; after every key check that focus stayed and
     that the field holds exactly what was typed. Returns the field's final value."""
     field = page.locator(selector)
-    field.scroll_into_view_if_needed()
-    field.click()
+    field.click()  # scrolls it into view, and finds it again if a swap replaced it meanwhile
     if replace:
         field.press("Control+a")
         expected = ""
@@ -242,6 +241,34 @@ def test_typing_in_cost(page: Page, selector: str, text: str) -> None:
     expect(page.locator("#row-kv-token td").nth(2)).to_contain_text(
         f"{api['kv_cache_bytes_per_token']:,}"
     )
+
+
+def test_typing_in_the_other_cost_fields(page: Page) -> None:
+    """Every other number of /cost, one page: after each, the page's figures are /api/cost's
+    for the whole state in the address bar."""
+    page.goto("/cost")
+    for selector, text in (
+        ("#gpu_memory_gib", "48"),
+        ("#weight_bytes", "1"),
+        ("#heads", "16"),
+        ("#kv_heads", "4"),
+        ("#kv_lora_rank", "256"),
+        ("#rope_head_dim", "32"),
+        ("#window", "1024"),
+        ("#window_layers", "1"),  # of the 1 layer
+        ("#sinks", "4"),
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=True)
+        q = {k: v[0] for k, v in settled(page, selector[1:], typed).items() if v[0]}
+        response = page.request.get("/api/cost", params={k: q[k] for k in q if k != "preset"})
+        assert response.ok, response.text()
+        api = response.json()
+        expect(page.locator("#row-score-entries td").nth(2)).to_have_text(
+            f"{api['score_entries_per_head']:,}"
+        )
+        expect(page.locator("#row-kv-token td").nth(2)).to_contain_text(
+            f"{api['kv_cache_bytes_per_token']:,}"
+        )
 
 
 # ---------------------------------------------------------------- /kernel and the walk-through
@@ -565,3 +592,9 @@ def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
     typed = type_like_a_teacher(page, "#text", " bank", replace=False)
     settled(page, "text", typed.replace(" ", "+"))
     model_matches_the_api(page)
+    # The second sentence: the similarity on screen is the API's for both.
+    other = type_like_a_teacher(page, "#compare", "a dog", replace=True)
+    settled(page, "compare", other.replace(" ", "+"))
+    model_matches_the_api(page)
+    api = page.request.post("/api/model", data={"text": typed, "compare_text": other}).json()
+    expect(page.locator("#similarity-result")).to_contain_text(printed(api["similarity"], 4))

@@ -100,11 +100,30 @@
     const down = ((layout.height || 300) - (margin.t || 0) - (margin.b || 0)) / trace.z.length;
     const cell = Math.max(1, Math.min(across, down)); // the cells are square where they are anchored
     const out = Object.assign({}, layout);
+    const before = el.drawnTicks || {};
+    el.drawnTicks = {};
     [["xaxis", trace.x], ["yaxis", trace.y]].forEach(function (pair) {
       const axis = layout[pair[0]];
       if (!axis || !Array.isArray(axis.tickvals) || !Array.isArray(pair[1])) return;
       const step = Math.ceil(((axis.tickfont || {}).size || 12) * 1.2 / cell);
-      if (step <= 1) return;
+      // The same labels as last time are handed over as the same arrays: plotly.react then
+      // sees no change in them and leaves the axis (a layout-only redraw, such as the
+      // outline moving to another head, stays cheap).
+      const key = JSON.stringify([axis.tickvals, axis.ticktext, step]);
+      const same = before[pair[0]];
+      if (same && same.key === key) {
+        el.drawnTicks[pair[0]] = same;
+        out[pair[0]] = Object.assign({}, axis, { tickvals: same.vals, ticktext: same.text });
+        return;
+      }
+      const remember = function (vals, text) {
+        el.drawnTicks[pair[0]] = { key: key, vals: vals, text: text };
+        out[pair[0]] = Object.assign({}, axis, { tickvals: vals, ticktext: text });
+      };
+      if (step <= 1) {
+        remember(axis.tickvals, axis.ticktext);
+        return;
+      }
       const position = new Map(pair[1].map(function (c, i) { return [c, i]; }));
       const kept = [];
       let start = -2;
@@ -117,10 +136,8 @@
       });
       // A run's last label gives way to the next run's first when they would touch.
       const shown = kept.filter(function (t, n) { return n === kept.length - 1 || kept[n + 1].at - t.at >= step; });
-      out[pair[0]] = Object.assign({}, axis, {
-        tickvals: shown.map(function (t) { return axis.tickvals[t.k]; }),
-        ticktext: shown.map(function (t) { return axis.ticktext[t.k]; }),
-      });
+      remember(shown.map(function (t) { return axis.tickvals[t.k]; }),
+        shown.map(function (t) { return axis.ticktext[t.k]; }));
     });
     return out;
   }

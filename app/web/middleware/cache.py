@@ -94,11 +94,13 @@ class CachedAnswers:
             return
         headers = dict(scope["headers"])
         known = (scope["method"], scope["path"]) in self.cache.routes
+        key: Key | None = None  # the request's key, once its whole body is known
         if known and (b"content-length" in headers or scope["method"] in ("GET", "HEAD")):
             body = await read_body(receive) if b"content-length" in headers else b""
             if body is None:
                 return  # the client went away
-            answer = self.cache.get(cache_key(scope, body))
+            key = cache_key(scope, body)
+            answer = self.cache.get(key)
             if answer is not None:
                 headers_copy = list(answer.headers)  # middleware outside edits the list
                 await send({"type": "http.response.start", "status": 200, "headers": headers_copy})
@@ -112,7 +114,7 @@ class CachedAnswers:
 
         async def tee_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and key is None:
                 received.append(message.get("body", b""))
             return message
 
@@ -124,7 +126,7 @@ class CachedAnswers:
                 if not message.get("more_body", False) and scope.get("state", {}).get("cacheable"):
                     self.cache.routes.add((scope["method"], scope["path"]))
                     answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
-                    self.cache.put(cache_key(scope, b"".join(received)), answer)
+                    self.cache.put(key or cache_key(scope, b"".join(received)), answer)
             await send(message)
 
         await self.app(scope, tee_receive, keep_send)

@@ -143,7 +143,7 @@ def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
 
     def make(keys: list[tuple[str, int, str, int]]) -> list[np.ndarray]:
         seeds = [_seed(seed, "token", t) for _, _, t, _ in keys]
-        return [np.round(row, 2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
+        return [row.round(2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
 
     rows = GENERATED.get_many([("token", seed, t, d_model) for t in tokens], make)
     return np.array(rows).reshape(len(tokens), d_model)  # (n, d_model)

@@ -56,6 +56,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=started,
         docs_url=None,  # /docs is ours (app/routes/docs.py): Swagger UI without a CDN
         redoc_url=None,
+        telemetry=None
+        if settings.telemetry
+        else {"tracing": False, "metrics": False, "logs": False},
     )
     application.state.settings = settings  # read by the get_settings dependency
     # Starlette's own slash redirect writes the Host header into Location: handlers.slash_twin

@@ -132,6 +132,12 @@ class Settings(BaseSettings):
         "collector's sight (gc.freeze), so that collections stay short under load. Tests that "
         "build many apps switch it off: it costs ~60 ms per start.",
     )
+    telemetry: bool = Field(
+        False,
+        description="FastAPI's own OpenTelemetry traces, metrics and logs, for a deployment "
+        "that configures an OpenTelemetry provider. Off, no request asks whether one is "
+        "configured (a few percent of a small request); the JSON log lines are written either way.",
+    )
     log_level: str = Field(
         "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
     )

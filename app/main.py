@@ -27,6 +27,7 @@ from app.web.classroom import ClassroomMiddleware
 from app.web.middleware.cache import ResponseCache
 from app.web.middleware.edge import edge_stack
 from app.web.middleware.requestlog import configure_logging
+from app.web.process import tune_process
 from app.web.work import use_work_threads
 
 
@@ -38,6 +39,7 @@ async def started(application: FastAPI) -> AsyncIterator[None]:
     millisecond instead of tens that would stall every request."""
     settings: Settings = application.state.settings
     use_work_threads(settings.work_threads)
+    tune_process(settings)
     if settings.freeze_gc:
         gc.collect()
         gc.freeze()

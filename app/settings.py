@@ -126,6 +126,29 @@ class Settings(BaseSettings):
         "computed, large answers compressed), in the order requests arrive (app/web/work.py). "
         "One per process is a core's worth of Python; WORKERS adds processes.",
     )
+    switch_interval_ms: float = Field(
+        0.5,
+        gt=0,
+        le=100,
+        description="Longest a thread holds Python's GIL while another asks for it "
+        "(sys.setswitchinterval; Python's default is 5): short, so that the event loop answers "
+        "/healthz and small requests between the steps of heavy work (app/web/process.py).",
+    )
+    malloc_mmap_threshold_bytes: int = Field(
+        2**20,
+        ge=0,
+        le=32 * 2**20,
+        description="glibc only: memory blocks at least this large are mapped on their own and "
+        "given back to the system when freed; 0 leaves glibc's sliding threshold, under which "
+        "freed answers of a few MB stay in the process (app/web/process.py).",
+    )
+    malloc_arena_max: int = Field(
+        2,
+        ge=0,
+        le=1024,
+        description="glibc only: most malloc arenas, each holding memory its threads freed; "
+        "0 leaves glibc's default of eight per core (app/web/process.py).",
+    )
     freeze_gc: bool = Field(
         True,
         description="After start-up, move every object made so far out of the garbage "

@@ -18,6 +18,8 @@ from app.web.figures import (
     plotly_text,
 )
 
+TICK_FONT_PX = 10  # token labels of small multiples: no smaller (figures.js thins them instead)
+
 
 def heatmap_grid(
     z: np.ndarray,
@@ -32,7 +34,10 @@ def heatmap_grid(
     (72 separate subplots cost plotly and the page ten times more). `meta.block` is n + 1:
     the cell at (i, j) belongs to block (i // block, j // block). Rows and columns are
     labelled by their index, under a corner that names both (`axis_names`, e.g. layer and
-    head), so that twelve columns stay apart on a phone; the hover text has the titles."""
+    head), so that twelve columns stay apart on a phone; the hover text has the titles.
+    Every block has its tokens on both axes: keys under each column of blocks, queries left
+    of each row (TICK_FONT_PX; static/js/figures.js keeps every k-th where the cells are
+    smaller than the font), the row numbers further left, past the longest token."""
     rows, cols, n = z.shape[0], z.shape[1], z.shape[-1]
     block = n + 1
     weight = plotly_text(gettext("weight"))
@@ -43,25 +48,41 @@ def heatmap_grid(
     key, query = plotly_text(gettext("key")), plotly_text(gettext("query"))
     x = [f"{title} · {key} {t}" for title in col_titles for t in [*tokens, ""]][:-1]
     y = [f"{title} · {query} {t}" for title in row_titles for t in [*tokens, ""]][:-1]
+    shown = [plotly_text(t) for t in labels]
+    token_px = round(TICK_FONT_PX * 0.6 * max(len(t) for t in labels)) + 8  # the longest
+    ticks = {
+        "type": "category",
+        "fixedrange": True,
+        "constrain": "domain",
+        "showgrid": False,
+        "ticks": "",
+        "tickfont": {"size": TICK_FONT_PX},
+    }
     layout: dict[str, Any] = {
-        "xaxis": {"visible": False, "type": "category", "fixedrange": True, "constrain": "domain"},
-        "yaxis": {"visible": False, "type": "category", "fixedrange": True,
-                  "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
-                  "constraintoward": "top"},
+        # Fixed ranges: plotly would widen them to take in the number annotations.
+        "xaxis": {**ticks, "tickangle": -90, "range": [-0.5, cols * block - 1.5],
+                  "tickvals": [x[c * block + j] for c in range(cols) for j in range(n)],
+                  "ticktext": shown * cols},
+        "yaxis": {**ticks, "range": [rows * block - 1.5, -0.5], "scaleanchor": "x",
+                  "constraintoward": "top",
+                  "tickvals": [y[r * block + i] for r in range(rows) for i in range(n)],
+                  "ticktext": shown * rows},
+        # The numbers sit just outside the cells (paper coordinates on one side: plotly
+        # draws no annotation outside a data range).
         "annotations": [
-            *(_grid_title(str(c), x=c * block + (n - 1) / 2, y=-1, yanchor="bottom")
-              for c in range(cols)),
-            *(_grid_title(str(r), x=-1, y=r * block + (n - 1) / 2, xanchor="right")
-              for r in range(rows)),
+            *(_grid_title(str(c), x=c * block + (n - 1) / 2, yref="paper", y=1,
+                          yanchor="bottom") for c in range(cols)),
+            *(_grid_title(str(r), xref="paper", x=0, y=r * block + (n - 1) / 2,
+                          xanchor="right", xshift=-token_px) for r in range(rows)),
             # "head →" beside the column numbers, "layer ↓" above the row numbers.
-            _grid_title(f"{plotly_text(axis_names[1])} →", x=-1, y=-1, xanchor="right",
-                        yanchor="bottom"),
-            _grid_title(f"{plotly_text(axis_names[0])} ↓", x=-1, y=-1, xanchor="right",
-                        yanchor="bottom", yshift=16),
+            _grid_title(f"{plotly_text(axis_names[1])} →", xref="paper", x=0, yref="paper",
+                        y=1, xanchor="right", yanchor="bottom"),
+            _grid_title(f"{plotly_text(axis_names[0])} ↓", xref="paper", x=0, yref="paper",
+                        y=1, xanchor="right", yanchor="bottom", yshift=16, xshift=-token_px),
         ],
         "shapes": [],
-        "margin": {"l": 64, "r": 10, "t": 46, "b": 10},
-        "height": 76 + 90 * rows,
+        "margin": {"l": 64 + token_px, "r": 10, "t": 46, "b": 10 + token_px},
+        "height": 76 + 90 * rows + token_px,
     }  # fmt: skip
     if selected is not None:
         r, c = selected
@@ -102,7 +123,7 @@ def thumbnail(fig: dict[str, Any], title: str) -> dict[str, Any]:
     figure and its table carry the numbers)."""
     trace = {k: v for k, v in fig["data"][0].items() if k not in ("text", "texttemplate")}
     trace["showscale"] = False
-    small = {"title": {"text": ""}, "showticklabels": True, "tickfont": {"size": 9}}
+    small = {"title": {"text": ""}, "showticklabels": True, "tickfont": {"size": TICK_FONT_PX}}
     layout = {
         **fig["layout"],
         "title": {"text": title, "font": {"size": 13}},
@@ -178,7 +199,12 @@ def small_multiples(
     }
     if n <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
-    axis = {"type": "category", "tickfont": {"size": 9}, "fixedrange": True, "showgrid": False}
+    axis = {
+        "type": "category",
+        "tickfont": {"size": TICK_FONT_PX},
+        "fixedrange": True,
+        "showgrid": False,
+    }
     layout: dict[str, Any] = {
         "coloraxis": {
             "colorscale": SEQUENTIAL,

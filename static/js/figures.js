@@ -89,6 +89,41 @@
     return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.6 + 2;
   }
 
+  // Token labels given one per cell (tickvals) stay legible at their font size: where the
+  // cells are smaller than the font, each run of neighbouring labels keeps every k-th from its
+  // first (a block of small multiples starts a run); the hover text still names every cell.
+  function thinTicks(layout, data, el) {
+    const trace = data[0];
+    if (!trace || trace.type !== "heatmap" || !trace.z || !trace.z.length) return layout;
+    const margin = layout.margin || {};
+    const across = ((el.clientWidth || 300) - (margin.l || 0) - (margin.r || 0) - 80) / trace.z[0].length;
+    const down = ((layout.height || 300) - (margin.t || 0) - (margin.b || 0)) / trace.z.length;
+    const cell = Math.max(1, Math.min(across, down)); // the cells are square where they are anchored
+    const out = Object.assign({}, layout);
+    [["xaxis", trace.x], ["yaxis", trace.y]].forEach(function (pair) {
+      const axis = layout[pair[0]];
+      if (!axis || !Array.isArray(axis.tickvals) || !Array.isArray(pair[1])) return;
+      const step = Math.ceil(((axis.tickfont || {}).size || 12) * 1.2 / cell);
+      if (step <= 1) return;
+      const position = new Map(pair[1].map(function (c, i) { return [c, i]; }));
+      const vals = [];
+      const text = [];
+      let start = -2;
+      let last = -2;
+      axis.tickvals.forEach(function (v, k) {
+        const i = position.get(v);
+        if (i !== last + 1) start = i;
+        last = i;
+        if ((i - start) % step === 0) {
+          vals.push(v);
+          text.push(axis.ticktext[k]);
+        }
+      });
+      out[pair[0]] = Object.assign({}, axis, { tickvals: vals, ticktext: text });
+    });
+    return out;
+  }
+
   function traces(data, el, layout) {
     const present = presenting();
     return data.map(function (trace) {
@@ -119,7 +154,7 @@
       el.drawnData = dataText;
       el.drawnTraces = traces(fig.data, el, fig.layout);
     }
-    window.Plotly.react(el, el.drawnTraces, themed(fig.layout), config())
+    window.Plotly.react(el, el.drawnTraces, thinTicks(themed(fig.layout), fig.data, el), config())
       .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }
 

@@ -22,8 +22,11 @@ KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's upd
 VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 844)}
 
 
-def printed(value: float, digits: int = 3) -> str:
-    """A number as the pages print it (app.web.figures.fmt): a true minus sign, no −0.000."""
+def printed(value: float | None, digits: int = 3) -> str:
+    """A number as the pages print it (app.web.figures.fmt): a true minus sign, no −0.000;
+    None (the API's −∞: a running maximum over keys all hidden so far) is −∞."""
+    if value is None:
+        return "−∞"
     text = f"{value:.{digits}f}"
     if text.startswith("-"):
         text = text[1:] if float(text) == 0 else "−" + text[1:]
@@ -58,10 +61,33 @@ def type_like_a_teacher(page: Page, selector: str, text: str, *, replace: bool) 
 
 
 def settled(page: Page, param: str, value: str) -> dict[str, list[str]]:
-    """Wait until the address bar carries the edit, then until the page stops redrawing."""
+    """Wait until the address bar carries the edit. static/js/live.js writes the address
+    after it swapped that answer in, so the page shows it by then (a load state would not
+    wait: the page's networkidle came once, long before the edit)."""
     expect(page).to_have_url(re.compile(rf"[?&]{param}={re.escape(value)}(&|$)"), timeout=10_000)
-    page.wait_for_load_state("networkidle")
     return parse_qs(urlsplit(page.url).query, keep_blank_values=True)
+
+
+def settled_cell(page: Page, param: str, row: int, col: int, value: str) -> None:
+    """Wait until the address bar's matrix `param` holds `value` in that cell (rows split at
+    ";", numbers at ","; the address bar writes them %3B and %2C). A cell, not the whole
+    parameter: the matrix is in the address from the first key on, and an earlier key's
+    state (-1.2 on the way to -1.25) must not pass for the last one's."""
+    cell = r"(?:(?!%2C|,|%3B|;)[^&])*"  # one number: up to the next "," ";" or "&"
+    skip_rows = rf"(?:(?:{cell}(?:%2C|,))*{cell}(?:%3B|;)){{{row}}}"
+    skip_cells = rf"(?:{cell}(?:%2C|,)){{{col}}}"
+    pattern = rf"[?&]{param}={skip_rows}{skip_cells}{re.escape(value)}(?:%2C|,|%3B|;|&|$)"
+    expect(page).to_have_url(re.compile(pattern), timeout=10_000)
+
+
+def emptied(page: Page, selector: str, param: str) -> None:
+    """Empty a field with the keyboard; the page follows with the parameter left empty."""
+    field = page.locator(selector)
+    field.click()
+    field.press("Control+a")
+    field.press("Backspace")
+    assert field.evaluate("el => el === document.activeElement"), f"{selector} lost focus"
+    expect(page).to_have_url(re.compile(rf"[?&]{param}=(&|$)"), timeout=10_000)
 
 
 def column(page: Page, table: str, n: int) -> list[str]:
@@ -103,8 +129,6 @@ def lab_matches_the_api(page: Page) -> None:
         ("/", "#tokens", " dog purrs", False, "tokens"),  # p of "purrs" is a page shortcut
         ("/", "#seed", "42", True, "seed"),
         ("/?mask=window&window=3", "#window", "2", True, "window"),
-        ("/", "#x-1-0", "0.5", True, "x"),
-        ("/", "#w_q-0-1", "-1.25", True, "w_q"),
     ],
 )
 def test_typing_in_the_lab(
@@ -113,20 +137,38 @@ def test_typing_in_the_lab(
     page.goto(start)
     expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
     typed = type_like_a_teacher(page, selector, text, replace=replace)
-    if param in ("x", "w_q"):
-        expect(page).to_have_url(re.compile(rf"[?&]{param}="), timeout=10_000)
-        page.wait_for_load_state("networkidle")
-        rows = parse_qs(urlsplit(page.url).query)[param][0]
-        assert typed in re.split("[,;]", rows)
-    else:
-        settled(page, param, typed.replace(" ", "+"))
+    settled(page, param, typed.replace(" ", "+"))
     lab_matches_the_api(page)
-    # The header follows the state: presenter mode, the languages and the embed code.
+    header_follows_the_state(page, param)
+
+
+def header_follows_the_state(page: Page, param: str) -> None:
+    """The header follows the state: presenter mode, the languages and the embed code."""
     here = urlsplit(page.url).query
     present = page.locator("[data-present-toggle]").get_attribute("href") or ""
     assert parse_qs(urlsplit(present).query) == {**parse_qs(here), "present": ["1"]}
     spanish = page.locator(".lang-switch a[hreflang='es']").get_attribute("href") or ""
     assert parse_qs(urlsplit(spanish).query)[param] == parse_qs(here)[param]
+
+
+def test_typing_in_every_matrix_of_the_lab(page: Page) -> None:
+    """One cell of x, W_Q, W_K and W_V, one page: each edit changes that cell and no other
+    matrix (what the form shows is what was computed), and the numbers are the API's."""
+    page.goto("/")
+    expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
+    for param, row, col, text in (
+        ("x", 1, 0, "0.5"),
+        ("w_q", 0, 1, "-1.25"),
+        ("w_k", 1, 0, "0.75"),
+        ("w_v", 1, 1, "-2"),
+    ):
+        others = {m: page.locator(f"#{m}-0-0").input_value() for m in ("x", "w_q", "w_k", "w_v")}
+        typed = type_like_a_teacher(page, f"#{param}-{row}-{col}", text, replace=True)
+        settled_cell(page, param, row, col, typed)
+        lab_matches_the_api(page)
+        kept = {m: page.locator(f"#{m}-0-0").input_value() for m in others}
+        assert kept == others, f"editing {param} changed another matrix"
+    header_follows_the_state(page, "w_v")
 
 
 def test_backspace_in_the_window_keeps_the_field(page: Page) -> None:
@@ -217,9 +259,13 @@ def kernel_matches_the_api(page: Page) -> dict[str, Any]:
     screen are the API's for the address bar's state; returns the API's decoding."""
     q = {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
     body = lab_body(page)
-    tiling = {k: int(q[k]) for k in ("block_q", "block_k") if q.get(k)}
+    tiling = {k: int(q[k]) for k in ("block_q", "block_k", "sram_elements") if q.get(k)}
     tiled = page.request.post("/api/kernel/tiled", data={**body, **tiling, "order": q["order"]})
     tiled_json = tiled.json()
+    if "sram_elements" in tiling:  # M set the tile sizes: B_c = ⌈M/4d⌉ keys, B_r queries
+        blocks = page.locator("#sram-blocks")
+        expect(blocks).to_contain_text(f"= {tiled_json['block_k']} · B_r")
+        expect(blocks).to_contain_text(re.compile(rf"= {tiled_json['block_q']}$"))
     expect(page.locator("#traffic-tiled-reads")).to_have_text(
         f"{tiled_json['traffic']['tiled']['reads']:,}"
     )
@@ -248,12 +294,25 @@ def kernel_matches_the_api(page: Page) -> dict[str, Any]:
 def test_typing_in_the_kernel(page: Page) -> None:
     """Every number field and the text of /kernel, one page: the results follow each edit
     and the field being typed in is never replaced."""
-    page.goto("/kernel")
+    page.goto("/kernel?mask=window&window=3")
     expect(page.locator("[data-figure='fig-tiled-progress'] .main-svg").first).to_be_visible()
     page.click("#tiled-next")  # a step first: an edit of the state starts the steps again
     expect(page.locator("#tiled-status")).to_contain_text("Step 2 of 4")
     for selector, text, replace, param in (
         ("input[name=tokens]", " dog", False, "tokens"),
+        ("#kernel-form input[name=window]", "2", True, "window"),  # the mask's window
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=replace)
+        settled(page, param, typed.replace(" ", "+"))
+        kernel_matches_the_api(page)
+    # M sets the tile sizes when they are left empty (M and both sizes would be refused).
+    for param in ("block_q", "block_k"):
+        emptied(page, f"input[name={param}]", param)
+    typed = type_like_a_teacher(page, "#sram-elements", "24", replace=True)
+    settled(page, "sram_elements", typed)
+    kernel_matches_the_api(page)
+    emptied(page, "#sram-elements", "sram_elements")
+    for selector, text, replace, param in (
         ("input[name=block_q]", "3", True, "block_q"),
         ("input[name=block_k]", "1", True, "block_k"),
         ("input[name=prompt]", "3", True, "prompt"),

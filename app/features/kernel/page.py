@@ -131,6 +131,12 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
         "orders": [(value, gettext(ORDER_LABELS[value])) for value in CHOICES["order"]],
         "policies": [(value, gettext(POLICY_LABELS[value])) for value in CHOICES["cache"]],
         "traffic": traffic_view(tiled, step),
+        # A size left empty while M sets the sizes stays empty (its size is the placeholder):
+        # filled in, the next edit would send M and both sizes, which are refused.
+        "tile_fields": {
+            k: "" if tiled.sram_elements is not None and k not in values else getattr(tiled, k)
+            for k in ("block_q", "block_k")
+        },
     }
 
 

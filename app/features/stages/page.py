@@ -43,9 +43,16 @@ def short(value: float) -> str:
     return f"({text})" if text.startswith("−") else text
 
 
-def _sum(terms: Sequence[str]) -> str:
-    shown = list(terms[:MAX_TERMS])
-    if len(terms) > MAX_TERMS:
+def shorts(matrix: Any) -> list[list[str]]:
+    """short() of every entry, once: a hover sum uses each factor in many cells (q_i in a
+    whole row of Q·Kᵀ, v_j in every output row)."""
+    return [[short(v) for v in row] for row in np.asarray(matrix, dtype=float).tolist()]
+
+
+def _products(left: Sequence[str], right: Sequence[str]) -> str:
+    """ "a×b + c×d + …": the products of a sum, its first MAX_TERMS written out."""
+    shown = [f"{a}×{b}" for a, b in zip(left[:MAX_TERMS], right[:MAX_TERMS], strict=True)]
+    if len(left) > MAX_TERMS:
         shown.append("…")
     return " + ".join(shown)
 
@@ -60,12 +67,10 @@ def scale_label(result: OneHead) -> str:
 
 def dot_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
-    q, k, scores = result.q, result.k, result.scores
+    q, k, scores = shorts(result.q), shorts(result.k), result.scores
     return [
         [
-            f"q_{ti} · k_{tj} = "
-            + _sum([f"{short(a)}×{short(b)}" for a, b in zip(q[i], k[j], strict=True)])
-            + f" = {fmt(scores[i, j])}"
+            f"q_{ti} · k_{tj} = {_products(q[i], k[j])} = {fmt(scores[i, j])}"
             for j, tj in enumerate(tokens)
         ]
         for i, ti in enumerate(tokens)
@@ -139,15 +144,13 @@ def weighted_hover(query: QueryBreakdown, v: np.ndarray) -> list[list[str]]:
 
 def output_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
     """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
-    weights = np.asarray(result.weights, dtype=float)
-    v = np.asarray(result.v, dtype=float)
+    weights = shorts(result.weights)
+    columns = [list(column) for column in zip(*shorts(result.v), strict=True)]  # v[:, d]
     output = np.asarray(result.output, dtype=float)
     return [
         [
-            f"out_{ti}[{d}] = "
-            + _sum([f"{short(w)}×{short(x)}" for w, x in zip(weights[i], v[:, d], strict=True)])
-            + f" = {fmt(output[i, d])}"
-            for d in range(v.shape[1])
+            f"out_{ti}[{d}] = {_products(weights[i], column)} = {fmt(output[i, d])}"
+            for d, column in enumerate(columns)
         ]
         for i, ti in enumerate(tokens)
     ]

@@ -115,16 +115,27 @@ def test_grid_tiles_every_head_with_gaps_and_marks_the_selected_one() -> None:
     assert trace["x"][7] == "h2 · key b"
     (box,) = fig["layout"]["shapes"]
     assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (5.5, 7.5, 2.5, 4.5)
-    # Columns and rows go by their index (twelve stay apart on a phone), under a named corner.
-    labels = [(a["text"], a["x"], a["y"]) for a in fig["layout"]["annotations"]]
+    layout = fig["layout"]
+    # Columns and rows go by their index (twelve stay apart on a phone), just outside the
+    # cells (paper coordinates on that side), under a named corner.
+    labels = [(a["text"], a["x"], a["y"], a["xref"], a["yref"]) for a in layout["annotations"]]
     assert labels[:5] == [
-        ("0", 0.5, -1),
-        ("1", 3.5, -1),
-        ("2", 6.5, -1),
-        ("0", -1, 0.5),
-        ("1", -1, 3.5),
+        ("0", 0.5, 1, "x", "paper"),
+        ("1", 3.5, 1, "x", "paper"),
+        ("2", 6.5, 1, "x", "paper"),
+        ("0", 0, 0.5, "paper", "y"),
+        ("1", 0, 3.5, "paper", "y"),
     ]
-    assert [text for text, _, _ in labels[5:]] == ["head →", "layer ↓"]
+    assert [label[0] for label in labels[5:]] == ["head →", "layer ↓"]
+    # Every block has its tokens on both axes: keys under each column, queries beside each row.
+    x_axis, y_axis = layout["xaxis"], layout["yaxis"]
+    assert x_axis["ticktext"] == ["a", "b"] * 3
+    assert y_axis["ticktext"] == ["a", "b"] * 2
+    assert x_axis["tickvals"][4:6] == [trace["x"][6], trace["x"][7]]  # head 2's keys
+    assert y_axis["tickvals"][2:] == [trace["y"][3], trace["y"][4]]  # layer 1's queries
+    assert min(x_axis["tickfont"]["size"], y_axis["tickfont"]["size"]) >= 10
+    # The ranges are the cells' own, so the numbers outside them do not widen the axes.
+    assert (x_axis["range"], y_axis["range"]) == ([-0.5, 7.5], [4.5, -0.5])
 
 
 def test_strongest_keys_average_over_queries() -> None:

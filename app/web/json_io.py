@@ -189,6 +189,8 @@ class JSONRoute(APIRoute):
         context = fastapi_routing._effective_route_context_var.get()
         route = context if context is not None and context.original_route is self else self
         direct = None if route._embed_body_fields else DirectCall.of(route.dependant)
+        # An app's dependency_overrides (none here; tests may set them) are FastAPI's to apply.
+        overrides = getattr(route.dependency_overrides_provider, "dependency_overrides", {})
 
         async def validate_json_body(request: Request) -> Response:
             request = JSONRequest(request.scope, request.receive)
@@ -199,7 +201,7 @@ class JSONRoute(APIRoute):
                 request._json = await run_work(validated, adapter, body)
             else:
                 request._json = validated(adapter, body)
-            if direct is not None:
+            if direct is not None and not overrides:
                 return await direct(request, request._json)
             return await handler(request)
 

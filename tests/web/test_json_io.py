@@ -122,6 +122,17 @@ def test_a_route_of_a_body_and_simple_dependencies_called_directly_answers_as_fa
         assert calls == ["/generic", "/direct"]  # the route dependency ran for both
 
 
+def test_an_overridden_dependency_is_honoured_by_a_route_called_directly() -> None:
+    client, router = direct_and_generic([])
+
+    async def other(request: Request) -> int:
+        return 99
+
+    width = next(d.call for d in router.routes[0].dependant.dependencies if d.name == "value")
+    client.app.dependency_overrides[width] = other
+    assert client.post("/direct", json={"tokens": ["a"]}).json()["value"] == 99
+
+
 def test_only_a_body_simple_dependencies_and_a_declared_response_are_called_directly() -> None:
     _, direct = direct_and_generic([])
     assert isinstance(DirectCall.of(direct.routes[0].dependant), DirectCall)

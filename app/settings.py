@@ -135,12 +135,20 @@ class Settings(BaseSettings):
         "/healthz and small requests between the steps of heavy work (app/web/process.py).",
     )
     malloc_mmap_threshold_bytes: int = Field(
-        2**20,
+        0,
         ge=0,
         le=32 * 2**20,
         description="glibc only: memory blocks at least this large are mapped on their own and "
-        "given back to the system when freed; 0 leaves glibc's sliding threshold, under which "
-        "freed answers of a few MB stay in the process (app/web/process.py).",
+        "given back to the system when freed; 0 leaves glibc's sliding threshold, which is "
+        "faster (a mapped block costs page faults on every use: ~6 ms per 6 MB answer) and "
+        "whose freed blocks `malloc_trim_idle_seconds` gives back (app/web/process.py).",
+    )
+    malloc_trim_idle_seconds: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        description="glibc only: once no heavy work has ended for this long, give the memory "
+        "malloc holds free back to the system (malloc_trim); 0 never does (app/web/process.py).",
     )
     malloc_arena_max: int = Field(
         2,

@@ -6,22 +6,23 @@
   running thread to hand it over, and the event-loop thread asks again after every wait on
   its sockets: a /healthz answer, which needs the GIL a handful of times, could wait tens of
   milliseconds behind one thread computing. A shorter interval lets the loop in sooner.
-- glibc's malloc (Linux with glibc only; elsewhere nothing is set). Freed blocks of a few MB
-  (the numpy arrays and the bytes of a 6 MB answer) are given back to the system only when
-  they were mapped on their own, and glibc raises its threshold for that to the size of the
-  largest block freed so far, up to 32 MB: after a few large answers, every later one comes
-  from the heap and stays in the process when freed. A fixed threshold
-  (`malloc_mmap_threshold_bytes`) keeps large blocks mapped on their own, so they go back to
-  the system when freed; a cap on malloc's arenas (`malloc_arena_max`; glibc makes up to
-  eight per core, one per thread that allocates at once) keeps each thread from holding
-  freed memory of its own.
+- glibc's malloc (Linux with glibc only; elsewhere nothing is set). Freed memory stays in
+  the process: glibc raises its threshold for mapping a block on its own (a mapped block
+  goes back to the system when freed) to the largest block freed so far, so after a few
+  6 MB answers they all come from the heap; and each arena (glibc makes up to eight per
+  core, one per thread that allocates at once) keeps what its threads freed. So the arenas
+  are capped (`malloc_arena_max`), and once heavy work has stopped for
+  `malloc_trim_idle_seconds`, `malloc_trim` gives the free memory of every arena back
+  (`trim_when_idle`, called after each piece of work, app/web/work.py). A fixed threshold
+  (`malloc_mmap_threshold_bytes`) would give it back at once, at the price of page faults
+  on every large block: ~6 ms more per 6 MB answer, measured.
 
 Measured with bench/bench_healthz.py (four clients looping the heaviest requests, 15 s, on a
 shared 2-core machine): /healthz p50 33-37 ms at 5 ms, 6-16 ms at 0.5 ms; the server's RSS
-+86 to +111 MB five seconds after the load with glibc's defaults, +12 to +20 MB with a 1 MB
-or 128 kB threshold and two arenas.
++86 to +111 MB five seconds after the load with glibc's defaults.
 """
 
+import asyncio
 import ctypes
 import ctypes.util
 import sys
@@ -32,6 +33,13 @@ from app.settings import Settings
 # mallopt's parameters (glibc's malloc.h).
 M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
+
+
+class IdleTrim:
+    """The process's wait before malloc_trim (0: never) and the timer counting it down."""
+
+    seconds = 0.0
+    timer: asyncio.TimerHandle | None = None
 
 
 @lru_cache
@@ -52,6 +60,7 @@ def tune_process(settings: Settings) -> dict[str, bool]:
     """Apply the switch interval and malloc settings; which malloc settings took effect."""
     sys.setswitchinterval(settings.switch_interval_ms / 1000)
     libc = glibc()
+    IdleTrim.seconds = settings.malloc_trim_idle_seconds if libc is not None else 0.0
     applied = {"mmap_threshold": False, "arena_max": False}
     if libc is None:
         return applied
@@ -62,3 +71,23 @@ def tune_process(settings: Settings) -> dict[str, bool]:
     if settings.malloc_arena_max:
         applied["arena_max"] = libc.mallopt(M_ARENA_MAX, settings.malloc_arena_max) == 1
     return applied
+
+
+def trim_when_idle() -> None:
+    """On the event loop, after a piece of heavy work: (re)start the wait before malloc_trim,
+    so that it runs once, when the work has stopped, and never between two pieces."""
+    if not IdleTrim.seconds:
+        return
+    if IdleTrim.timer is not None:
+        IdleTrim.timer.cancel()
+    loop = asyncio.get_running_loop()
+    IdleTrim.timer = loop.call_later(IdleTrim.seconds, give_back_free_memory, loop)
+
+
+def give_back_free_memory(loop: asyncio.AbstractEventLoop) -> None:
+    """malloc_trim(0) in a thread of the loop's default pool (it takes up to ~0.2 s on a
+    fragmented heap, the GIL let go)."""
+    IdleTrim.timer = None
+    libc = glibc()
+    if libc is not None:
+        loop.run_in_executor(None, libc.malloc_trim, 0)

@@ -180,8 +180,9 @@ def small_multiples(
         hover[cells] = panel_titles[i] + "<br>" + pairs
     x = [f"{c}·{j}" for c in range(columns) for j in range(step_x)][: z.shape[1]]
     y = [f"{r}·{i}" for r in range(rows) for i in range(step_y)]
-    key_ticks = [(x[c * step_x + j], tokens[j]) for c in range(columns) for j in range(n)]
-    query_ticks = [(y[r * step_y + above + i], tokens[i]) for r in range(rows) for i in range(n)]
+    shown = [plotly_text(t) for t in labels]  # the tokens as typed ("the", not "the (2)")
+    key_ticks = [(x[c * step_x + j], shown[j]) for c in range(columns) for j in range(n)]
+    query_ticks = [(y[r * step_y + above + i], shown[i]) for r in range(rows) for i in range(n)]
     trace: dict[str, Any] = {
         "type": "heatmap",
         "z": np.round(z, 3),  # orjson writes NaN as null: the blank cells between panels
@@ -212,7 +213,8 @@ def small_multiples(
             "cmax": WEIGHT_RANGE[1],
             "colorbar": {"thickness": 12, "len": 0.9, "title": {"text": weight}},
         },
-        "xaxis": {**axis, "side": "top", "constrain": "domain",
+        # Flat, or upright where they do not fit: a slant lets long tokens run into each other.
+        "xaxis": {**axis, "side": "top", "constrain": "domain", "autotickangles": [0, 90],
                   "tickvals": [v for v, _ in key_ticks], "ticktext": [t for _, t in key_ticks]},
         "yaxis": {**axis, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
                   "tickvals": [v for v, _ in query_ticks],

@@ -106,20 +106,21 @@
       const step = Math.ceil(((axis.tickfont || {}).size || 12) * 1.2 / cell);
       if (step <= 1) return;
       const position = new Map(pair[1].map(function (c, i) { return [c, i]; }));
-      const vals = [];
-      const text = [];
+      const kept = [];
       let start = -2;
       let last = -2;
       axis.tickvals.forEach(function (v, k) {
         const i = position.get(v);
         if (i !== last + 1) start = i;
         last = i;
-        if ((i - start) % step === 0) {
-          vals.push(v);
-          text.push(axis.ticktext[k]);
-        }
+        if ((i - start) % step === 0) kept.push({ at: i, k: k });
       });
-      out[pair[0]] = Object.assign({}, axis, { tickvals: vals, ticktext: text });
+      // A run's last label gives way to the next run's first when they would touch.
+      const shown = kept.filter(function (t, n) { return n === kept.length - 1 || kept[n + 1].at - t.at >= step; });
+      out[pair[0]] = Object.assign({}, axis, {
+        tickvals: shown.map(function (t) { return axis.tickvals[t.k]; }),
+        ticktext: shown.map(function (t) { return axis.ticktext[t.k]; }),
+      });
     });
     return out;
   }

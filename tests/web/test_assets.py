@@ -6,8 +6,9 @@ from fastapi.testclient import TestClient
 from starlette.staticfiles import StaticFiles
 
 from app import STATIC_DIR
-from app.web.assets import FILES, ONE_YEAR, VersionedStaticFiles, file_bytes
+from app.web.assets import FILES, ONE_YEAR, PLOTLY_URL, VersionedStaticFiles, file_bytes
 from app.web.templating import static_url
+from tests.routes import PAGES
 
 
 @pytest.mark.parametrize("url", list(FILES))
@@ -85,3 +86,18 @@ def test_a_static_file_is_read_from_disk_once() -> None:
     assert file_bytes.cache_info().misses == 1
     assert client.get("/kept/no-such-file.css").status_code == 404
     assert client.get("/kept/../pyproject.toml").status_code == 404
+
+
+def test_plotly_is_loaded_where_a_figure_is_drawn(client: TestClient) -> None:
+    """Every page with a figure loads plotly.js; the pages that never draw one (the lessons,
+    the API docs, the embed code) leave its 4.8 MB out."""
+    without = set()
+    for path in PAGES:
+        html = client.get(path).text
+        if not html.startswith("<!doctype html>"):
+            continue  # a fragment: the page it goes into has loaded plotly.js
+        if "data-figure=" in html:
+            assert PLOTLY_URL in html, path
+        elif PLOTLY_URL not in html:
+            without.add(path)
+    assert without == {"/docs", "/embed", "/lessons"}

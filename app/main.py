@@ -33,7 +33,8 @@ from app.web.work import use_work_threads
 
 @asynccontextmanager
 async def started(application: FastAPI) -> AsyncIterator[None]:
-    """Once started: the work threads set (app/web/work.py); and, with `freeze_gc`, every
+    """Once started: the work threads set (app/web/work.py), the process tuned (the GIL
+    switch interval and glibc's malloc, app/web/process.py); and, with `freeze_gc`, every
     object made so far (modules, routes, templates) moved out of the garbage collector's
     sight: a full collection then scans only what requests leave behind, a fraction of a
     millisecond instead of tens that would stall every request."""

@@ -140,7 +140,7 @@ class Settings(BaseSettings):
         le=32 * 2**20,
         description="glibc only: memory blocks at least this large are mapped on their own and "
         "given back to the system when freed; 0 leaves glibc's sliding threshold, which is "
-        "faster (a mapped block costs page faults on every use: ~6 ms per 6 MB answer) and "
+        "faster (a mapped block costs page faults on every use: a few ms per 6 MB answer) and "
         "whose freed blocks `malloc_trim_idle_seconds` gives back (app/web/process.py).",
     )
     malloc_trim_idle_seconds: float = Field(

@@ -15,11 +15,12 @@
   `malloc_trim_idle_seconds`, `malloc_trim` gives the free memory of every arena back
   (`trim_when_idle`, called after each piece of work, app/web/work.py). A fixed threshold
   (`malloc_mmap_threshold_bytes`) would give it back at once, at the price of page faults
-  on every large block: ~6 ms more per 6 MB answer, measured.
+  on every large block: 2 to 7 ms more per 6 MB answer, measured.
 
 Measured with bench/bench_healthz.py (four clients looping the heaviest requests, 15 s, on a
-shared 2-core machine): /healthz p50 33-37 ms at 5 ms, 6-16 ms at 0.5 ms; the server's RSS
-+86 to +111 MB five seconds after the load with glibc's defaults.
+shared 2-core machine): /healthz p50 33-44 ms at 5 ms, 5-16 ms at 0.5 ms; the server's RSS
+five seconds after the load +86 to +122 MB with glibc's defaults, +8 to +13 MB with two
+arenas and the idle trim (+21 MB without the trim).
 """
 
 import asyncio

@@ -129,8 +129,11 @@
     const present = presenting();
     return data.map(function (trace) {
       if (trace.type !== "heatmap") return trace;
+      // Thick borders only where the figure has cell borders at all: the /model grid's
+      // cells are a few pixels wide, and 4 px gaps would leave only dots of them.
+      const gap = trace.xgap ? 4 : 0;
       const out = present ? Object.assign({}, trace, {
-        xgap: 4, ygap: 4, textfont: Object.assign({}, trace.textfont, { size: 22 }),
+        xgap: gap, ygap: gap, textfont: Object.assign({}, trace.textfont, { size: 22 }),
         colorbar: Object.assign({}, trace.colorbar, { thickness: 24, len: 0.9 }),
       }) : trace;
       if (out.texttemplate && !fits(out, el, layout, (out.textfont || {}).size || 12)) {

@@ -45,10 +45,17 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint -t warning Dockerfile
 
-## The whole suite: lint, the container built and checked for real (when podman/buildah can
-## be installed here), then unit, API, page and real-browser tests.
-test: $(STAMP) chromium lint container-test-if-possible
-	$(BIN)/python -m pytest
+## The whole suite: lint, then unit, API, page and real-browser tests while the container is
+## built and checked for real beside them (when podman/buildah can be installed here): the
+## build mostly waits on files and the network, so it costs pytest little. Its report is
+## printed when both have ended, and either failing fails `make test`.
+CONTAINER_LOG := $(VENV)/container-test.log
+test: $(STAMP) chromium lint
+	@echo "container-test-if-possible > $(CONTAINER_LOG), beside pytest"
+	@$(MAKE) --no-print-directory container-test-if-possible > $(CONTAINER_LOG) 2>&1 & container=$$!; \
+	echo "$(BIN)/python -m pytest"; $(BIN)/python -m pytest; tests=$$?; \
+	wait $$container; built=$$?; cat $(CONTAINER_LOG); \
+	if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$built
 
 ## Build the image with buildah on a Debian base made by mmdebstrap, run it, check it.
 container-test: $(STAMP)

@@ -176,6 +176,17 @@ def _takes_more(dependant: Dependant) -> bool:
     )
 
 
+def included(route: APIRoute) -> APIRoute | None:
+    """The route as included (its router's dependencies added), found the way FastAPI's own
+    get_route_handler finds it. Those are FastAPI internals: a FastAPI without them (another
+    release than the one tested) gets None, and so its own handling of every route."""
+    context_var = getattr(fastapi_routing, "_effective_route_context_var", None)
+    if context_var is None or not hasattr(route, "_embed_body_fields"):
+        return None
+    context = context_var.get()
+    return context if context is not None and context.original_route is route else route
+
+
 class JSONRoute(APIRoute):
     """An APIRoute whose JSON body is validated from its bytes (see the module docstring)."""
 
@@ -184,13 +195,14 @@ class JSONRoute(APIRoute):
         if self.body_field is None:
             return handler
         adapter: TypeAdapter[Any] = TypeAdapter(self.body_field.field_info.annotation)
-        # The route as included (its router's dependencies added), as FastAPI's own
-        # get_route_handler finds it while include_router builds the handler.
-        context = fastapi_routing._effective_route_context_var.get()
-        route = context if context is not None and context.original_route is self else self
-        direct = None if route._embed_body_fields else DirectCall.of(route.dependant)
+        route = included(self)
+        direct = (
+            None if route is None or route._embed_body_fields else DirectCall.of(route.dependant)
+        )
         # An app's dependency_overrides (none here; tests may set them) are FastAPI's to apply.
-        overrides = getattr(route.dependency_overrides_provider, "dependency_overrides", {})
+        overrides = getattr(
+            route and route.dependency_overrides_provider, "dependency_overrides", {}
+        )
 
         async def validate_json_body(request: Request) -> Response:
             request = JSONRequest(request.scope, request.receive)

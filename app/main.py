@@ -27,17 +27,20 @@ from app.web.classroom import ClassroomMiddleware
 from app.web.middleware.cache import ResponseCache
 from app.web.middleware.edge import edge_stack
 from app.web.middleware.requestlog import configure_logging
+from app.web.process import tune_process
 from app.web.work import use_work_threads
 
 
 @asynccontextmanager
 async def started(application: FastAPI) -> AsyncIterator[None]:
-    """Once started: the work threads set (app/web/work.py); and, with `freeze_gc`, every
+    """Once started: the work threads set (app/web/work.py), the process tuned (the GIL
+    switch interval and glibc's malloc, app/web/process.py); and, with `freeze_gc`, every
     object made so far (modules, routes, templates) moved out of the garbage collector's
     sight: a full collection then scans only what requests leave behind, a fraction of a
     millisecond instead of tens that would stall every request."""
     settings: Settings = application.state.settings
     use_work_threads(settings.work_threads)
+    tune_process(settings)
     if settings.freeze_gc:
         gc.collect()
         gc.freeze()
@@ -56,6 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=started,
         docs_url=None,  # /docs is ours (app/routes/docs.py): Swagger UI without a CDN
         redoc_url=None,
+        telemetry=None
+        if settings.telemetry
+        else {"tracing": False, "metrics": False, "logs": False},
     )
     application.state.settings = settings  # read by the get_settings dependency
     # Starlette's own slash redirect writes the Host header into Location: handlers.slash_twin

@@ -126,11 +126,48 @@ class Settings(BaseSettings):
         "computed, large answers compressed), in the order requests arrive (app/web/work.py). "
         "One per process is a core's worth of Python; WORKERS adds processes.",
     )
+    switch_interval_ms: float = Field(
+        0.5,
+        gt=0,
+        le=100,
+        description="Longest a thread holds Python's GIL while another asks for it "
+        "(sys.setswitchinterval; Python's default is 5): short, so that the event loop answers "
+        "/healthz and small requests between the steps of heavy work (app/web/process.py).",
+    )
+    malloc_mmap_threshold_bytes: int = Field(
+        0,
+        ge=0,
+        le=32 * 2**20,
+        description="glibc only: memory blocks at least this large are mapped on their own and "
+        "given back to the system when freed; 0 leaves glibc's sliding threshold, which is "
+        "faster (a mapped block costs page faults on every use: a few ms per 6 MB answer) and "
+        "whose freed blocks `malloc_trim_idle_seconds` gives back (app/web/process.py).",
+    )
+    malloc_trim_idle_seconds: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        description="glibc only: once no heavy work has ended for this long, give the memory "
+        "malloc holds free back to the system (malloc_trim); 0 never does (app/web/process.py).",
+    )
+    malloc_arena_max: int = Field(
+        2,
+        ge=0,
+        le=1024,
+        description="glibc only: most malloc arenas, each holding memory its threads freed; "
+        "0 leaves glibc's default of eight per core (app/web/process.py).",
+    )
     freeze_gc: bool = Field(
         True,
         description="After start-up, move every object made so far out of the garbage "
         "collector's sight (gc.freeze), so that collections stay short under load. Tests that "
         "build many apps switch it off: it costs ~60 ms per start.",
+    )
+    telemetry: bool = Field(
+        False,
+        description="FastAPI's own OpenTelemetry traces, metrics and logs, for a deployment "
+        "that configures an OpenTelemetry provider. Off, no request asks whether one is "
+        "configured (a few percent of a small request); the JSON log lines are written either way.",
     )
     log_level: str = Field(
         "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."

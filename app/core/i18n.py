@@ -142,6 +142,15 @@ def format_number(
     exact (10³⁰ FLOPs keeps all 31)."""
     if value is None:
         return "−∞"
+    # The tables' numbers, thousands on a page, the short way: a Python float below 2⁵³
+    # (NaN and ±∞ fail the test) with fixed decimals and no other option.
+    plain = digits is not None and not (trim or signed or scientific)
+    if plain and type(value) is float and abs(value) < 2**53:
+        text = f"{value:,.{digits}f}"
+        if text[0] == "-":  # a true minus sign, and none on a number that reads 0
+            text = "−" + text[1:] if text.strip("-0.,") else text[1:]
+        marks = _marks(_locale.get())
+        return text if marks is None else text.translate(marks)
     if hasattr(value, "item"):  # a numpy scalar: its Python int or float
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):

@@ -19,7 +19,7 @@ from app.math.seeded import Memo, standard_normals
 
 def causal_mask(n: int) -> np.ndarray:
     """Query i sees keys j ≤ i (a decoder: no peeking at the future)."""
-    return np.tril(np.ones((n, n), dtype=bool))  # (n, n)
+    return np.tri(n, dtype=bool)  # (n, n): the lower triangle, diagonal included
 
 
 def window_mask(n: int, w: int, causal: bool) -> np.ndarray:
@@ -44,9 +44,7 @@ def build_mask(
     allowed: list[list[bool]] | np.ndarray | None = None,
 ) -> np.ndarray:
     """Combine every restriction with AND; no restriction at all is bidirectional (an encoder)."""
-    mask = np.ones((n, n), dtype=bool)
-    if causal:
-        mask &= causal_mask(n)
+    mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
     if window is not None:
         mask &= window_mask(n, window, causal)
     if padding is not None:
@@ -63,12 +61,13 @@ def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Row-wise softmax over the visible keys only.
 
     The row maximum is subtracted before exp, so scores of ±1e6 stay finite. Hidden keys
-    get exactly 0. A row with no visible key gets all zeros instead of 0/0 = NaN.
+    get exactly 0 (exp(−∞) is 0). A row with no visible key gets all zeros instead of
+    0/0 = NaN.
     """
     masked = np.where(allowed, scores, -np.inf)  # (n, n)
     row_max = masked.max(axis=-1, keepdims=True)  # (n, 1)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-    exp = np.where(allowed, np.exp(masked - row_max), 0.0)
+    row_max[~np.isfinite(row_max)] = 0.0
+    exp = np.exp(masked - row_max)
     total = exp.sum(axis=-1, keepdims=True)  # (n, 1)
     return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
 
@@ -144,7 +143,7 @@ def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
 
     def make(keys: list[tuple[str, int, str, int]]) -> list[np.ndarray]:
         seeds = [_seed(seed, "token", t) for _, _, t, _ in keys]
-        return [np.round(row, 2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
+        return [row.round(2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
 
     rows = GENERATED.get_many([("token", seed, t, d_model) for t in tokens], make)
     return np.array(rows).reshape(len(tokens), d_model)  # (n, d_model)

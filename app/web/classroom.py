@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from fastapi import Request
 from markupsafe import Markup
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.i18n import LOCALES, current_locale, negotiate, use_locale
@@ -223,21 +223,28 @@ class ClassroomMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        query = scope.get("query_string", b"")
+        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True) if query else []
         lifted = [(k, v) for k, v in pairs if k in CLASSROOM_PARAMS]
         if lifted:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
-        locale = negotiate(_get(lifted, "lang"), Headers(scope=scope).get("accept-language"))
+        accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
+        locale = negotiate(_get(lifted, "lang"), accept and accept.decode("latin-1"))
 
         async def send_in_language(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start" and is_html(message):
+                # pages are in the reader's language; data and assets are not
                 headers = MutableHeaders(scope=message)
-                if headers.get("content-type", "").startswith("text/html"):
-                    # pages are in the reader's language; data and assets are not
-                    headers.setdefault("content-language", locale)
-                    headers.add_vary_header("Accept-Language")
+                headers.setdefault("content-language", locale)
+                headers.add_vary_header("Accept-Language")
             await send(message)
 
         with use_locale(locale):
             await self.app(scope, receive, send_in_language)
+
+
+def is_html(start: Message) -> bool:
+    """Whether a response's start message says it is an HTML page."""
+    kind = next((v for k, v in start.get("headers", ()) if k.lower() == b"content-type"), b"")
+    return kind.startswith(b"text/html")

@@ -12,9 +12,17 @@ that a 1 MB body of numbers does not hold the event loop. A body pydantic-core c
 as JSON is read once more by orjson (`parse`), for the character position and the message
 of the 422 FastAPI has always answered; validation problems are the same errors FastAPI
 reports (loc starting with "body"), which app/web/handlers.py words and caps at 20.
+
+Once the body is made, a route whose other parameters are all simple dependencies (an async
+function of the request alone, such as the settings, or `cacheable`) calls them and its
+endpoint itself (`DirectCall`) instead of through FastAPI's general dependency solving, which
+costs more than the rest of a small request's routing; any other route, and a body that is
+missing or not JSON, goes through FastAPI as before. The route, its URL, its OpenAPI schema
+and its errors are FastAPI's either way.
 """
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -22,9 +30,13 @@ from typing import Any
 import numpy as np
 import orjson
 from fastapi import Request
+from fastapi import routing as fastapi_routing
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from fastapi.security.base import SecurityBase
 from pydantic import TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from app.web.middleware.body_limits import is_json
@@ -92,6 +104,89 @@ def validated(adapter: TypeAdapter[Any], body: bytes) -> Any:
         raise RequestValidationError(body_errors(error.errors(include_url=False))) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class DirectCall:
+    """An endpoint whose parameters are its body and simple dependencies: each dependency an
+    async function of the request alone, called once, its value passed under `name` (None for
+    a route's `dependencies=[...]`, called for its effect)."""
+
+    endpoint: Callable[..., Any]
+    body_name: str
+    dependencies: tuple[tuple[str | None, Callable[..., Any], str], ...]
+
+    @classmethod
+    def of(cls, dependant: Dependant) -> "DirectCall | None":
+        """The direct call of a route's dependant, or None when FastAPI must solve it (or
+        serialize what it returns: only an endpoint declared to return a Response is called
+        directly)."""
+        assert dependant.call is not None
+        if (
+            len(dependant.body_params) != 1
+            or dependant.request_param_name
+            or _takes_more(dependant)
+        ):
+            return None
+        returns = inspect.signature(dependant.call, eval_str=True).return_annotation
+        if not (inspect.isclass(returns) and issubclass(returns, Response)):
+            return None
+        dependencies = []
+        for sub in dependant.dependencies:
+            simple = (
+                sub.request_param_name is not None
+                and not sub.body_params
+                and not sub.dependencies
+                and not _takes_more(sub)
+                and inspect.iscoroutinefunction(sub.call)
+                and not isinstance(sub.call, SecurityBase)
+            )
+            if not simple:
+                return None
+            dependencies.append((sub.name, sub.call, sub.request_param_name))
+        return cls(dependant.call, dependant.body_params[0].name, tuple(dependencies))
+
+    async def __call__(self, request: Request, body: Any) -> Response:
+        values = {self.body_name: body}
+        for name, call, request_name in self.dependencies:
+            value = await call(**{request_name: request})
+            if name is not None:
+                values[name] = value
+        if inspect.iscoroutinefunction(self.endpoint):
+            response = await self.endpoint(**values)
+        else:
+            response = await run_in_threadpool(self.endpoint, **values)
+        if not isinstance(response, Response):
+            raise TypeError(f"{self.endpoint.__name__} is declared to return a Response")
+        return response
+
+
+def _takes_more(dependant: Dependant) -> bool:
+    """Whether a dependant reads anything but its body and the request: path, query, header
+    or cookie parameters, the response, background tasks, security scopes, a websocket."""
+    return bool(
+        dependant.path_params
+        or dependant.query_params
+        or dependant.header_params
+        or dependant.cookie_params
+        or dependant.response_param_name
+        or dependant.background_tasks_param_name
+        or dependant.security_scopes_param_name
+        or dependant.websocket_param_name
+        or dependant.http_connection_param_name
+        or dependant.own_oauth_scopes
+    )
+
+
+def included(route: APIRoute) -> APIRoute | None:
+    """The route as included (its router's dependencies added), found the way FastAPI's own
+    get_route_handler finds it. Those are FastAPI internals: a FastAPI without them (another
+    release than the one tested) gets None, and so its own handling of every route."""
+    context_var = getattr(fastapi_routing, "_effective_route_context_var", None)
+    if context_var is None or not hasattr(route, "_embed_body_fields"):
+        return None
+    context = context_var.get()
+    return context if context is not None and context.original_route is route else route
+
+
 class JSONRoute(APIRoute):
     """An APIRoute whose JSON body is validated from its bytes (see the module docstring)."""
 
@@ -100,15 +195,26 @@ class JSONRoute(APIRoute):
         if self.body_field is None:
             return handler
         adapter: TypeAdapter[Any] = TypeAdapter(self.body_field.field_info.annotation)
+        route = included(self)
+        direct = (
+            None if route is None or route._embed_body_fields else DirectCall.of(route.dependant)
+        )
+        # An app's dependency_overrides (none here; tests may set them) are FastAPI's to apply.
+        overrides = getattr(
+            route and route.dependency_overrides_provider, "dependency_overrides", {}
+        )
 
         async def validate_json_body(request: Request) -> Response:
             request = JSONRequest(request.scope, request.receive)
             body = await request.body()
-            if body and is_json(request.headers.get("content-type", "").encode("latin-1")):
-                if len(body) > INLINE_BYTES:
-                    request._json = await run_work(validated, adapter, body)
-                else:
-                    request._json = validated(adapter, body)
+            if not body or not is_json(request.headers.get("content-type", "").encode("latin-1")):
+                return await handler(request)  # FastAPI's answers to no body or another type
+            if len(body) > INLINE_BYTES:
+                request._json = await run_work(validated, adapter, body)
+            else:
+                request._json = validated(adapter, body)
+            if direct is not None and not overrides:
+                return await direct(request, request._json)
             return await handler(request)
 
         return validate_json_body

@@ -20,6 +20,7 @@ from anyio import CapacityLimiter, to_thread
 from anyio.lowlevel import RunVar
 
 from app.settings import Settings
+from app.web.process import trim_when_idle
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -43,4 +44,7 @@ def work_limiter() -> CapacityLimiter:
 
 async def run_work(function: Callable[[*Ts], T], *args: *Ts) -> T:
     """function(*args) in a work thread, after the work that arrived before it."""
-    return await to_thread.run_sync(function, *args, limiter=work_limiter())
+    try:
+        return await to_thread.run_sync(function, *args, limiter=work_limiter())
+    finally:
+        trim_when_idle()  # what it freed goes back to the system once the work stops

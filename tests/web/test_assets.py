@@ -1,11 +1,14 @@
 """Browser libraries served from installed packages: versioned, gzipped on request, cached."""
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from starlette.staticfiles import StaticFiles
 
 from app import STATIC_DIR
-from app.web.assets import FILES, ONE_YEAR
+from app.web.assets import FILES, ONE_YEAR, PLOTLY_URL, VersionedStaticFiles, file_bytes
 from app.web.templating import static_url
+from tests.routes import PAGES
 
 
 @pytest.mark.parametrize("url", list(FILES))
@@ -40,3 +43,61 @@ def test_favicon_ico_is_the_apps_icon(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.content == (STATIC_DIR / "favicon.svg").read_bytes()
+
+
+def both_static() -> TestClient:
+    """static/ behind Starlette's own StaticFiles and behind VersionedStaticFiles."""
+    app = FastAPI()
+    app.mount("/plain", StaticFiles(directory=STATIC_DIR), name="plain")
+    app.mount("/kept", VersionedStaticFiles(directory=STATIC_DIR), name="kept")
+    return TestClient(app)
+
+
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [
+        ("GET", {}),
+        ("HEAD", {}),
+        ("GET", {"range": "bytes=10-99"}),
+        ("GET", {"range": "bytes=99999999-"}),
+    ],
+)
+def test_a_static_file_from_memory_answers_as_starlettes_static_files(
+    method: str, headers: dict[str, str]
+) -> None:
+    client = both_static()
+    for name in ("js/live.js", "favicon.svg", "js/live.js"):  # the second time from memory
+        plain = client.request(method, f"/plain/{name}", headers=headers)
+        kept = client.request(method, f"/kept/{name}", headers=headers)
+        assert kept.status_code == plain.status_code
+        assert kept.content == plain.content
+        assert kept.headers.multi_items() == plain.headers.multi_items()
+        etag = kept.headers.get("etag")
+        if etag:
+            again = client.get(f"/kept/{name}", headers={"if-none-match": etag})
+            assert again.status_code == 304
+
+
+def test_a_static_file_is_read_from_disk_once() -> None:
+    client = both_static()
+    file_bytes.cache_clear()
+    for _ in range(3):
+        assert client.get("/kept/app.css").content == (STATIC_DIR / "app.css").read_bytes()
+    assert file_bytes.cache_info().misses == 1
+    assert client.get("/kept/no-such-file.css").status_code == 404
+    assert client.get("/kept/../pyproject.toml").status_code == 404
+
+
+def test_plotly_is_loaded_where_a_figure_is_drawn(client: TestClient) -> None:
+    """Every page with a figure loads plotly.js; the pages that never draw one (the lessons,
+    the API docs, the embed code) leave its 4.8 MB out."""
+    without = set()
+    for path in PAGES:
+        html = client.get(path).text
+        if not html.startswith("<!doctype html>"):
+            continue  # a fragment: the page it goes into has loaded plotly.js
+        if "data-figure=" in html:
+            assert PLOTLY_URL in html, path
+        elif PLOTLY_URL not in html:
+            without.add(path)
+    assert without == {"/docs", "/embed", "/lessons"}

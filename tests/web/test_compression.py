@@ -64,19 +64,77 @@ def test_large_answers_are_compressed_in_a_worker_thread_once_per_cached_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     threads: list[str] = []
-    zstd = comp.ENCODERS["zstd"]
+    whole = comp.packed
 
-    def spy(body: bytes) -> bytes:
+    def spy(encoding: str, body: bytes) -> bytes:
         threads.append(threading.current_thread().name)
-        return zstd(body)
+        return whole(encoding, body)
 
-    monkeypatch.setitem(comp.ENCODERS, "zstd", spy)
+    monkeypatch.setattr(comp, "packed", spy)
     with TestClient(create_app(Settings(compress_in_thread_bytes=100_000))) as client:
         loop_thread = client.portal.call(lambda: threading.current_thread().name)
         answers = [raw_post(client, BIG, "zstd") for _ in range(3)]  # computed, then replayed
     assert len(threads) == 1  # the replays reuse the kept compressed bytes
     assert threads[0] != loop_thread
     assert answers[0] == answers[1] == answers[2]
+
+
+def layer_of(app: object, kind: type) -> object:
+    """The first ASGI layer of type `kind` under `app` (each layer's next one is `.app`)."""
+    while not isinstance(app, kind):
+        app = app.app  # type: ignore[attr-defined]
+    return app
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(compress_in_thread_bytes=100_000, response_cache_bytes=0),
+        Settings(compress_in_thread_bytes=100_000, response_cache_bytes=10_000_000),
+    ],
+    ids=["cache off", "answer too large for the cache"],
+)
+def test_compressed_copies_are_kept_only_of_answers_the_cache_holds(settings: Settings) -> None:
+    app = create_app(settings)
+    query = {"tokens": " ".join(BIG["tokens"]), "d_model": "8"}  # a page: d_model ≤ 8
+    with TestClient(app) as client:
+        answers = [raw_post(client, BIG, "zstd") for _ in range(2)]
+        page = client.get("/lab.json", params=query, headers={"accept-encoding": "zstd"})
+        kept = layer_of(app.middleware_stack, comp.LargeAnswers).kept  # type: ignore[attr-defined]
+    assert answers[0] == answers[1]
+    assert answers[0][0] == page.headers["content-encoding"] == "zstd"
+    assert int(page.headers["content-length"]) == len(page.content)  # a GET: in one go
+    assert kept.size == 0
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "br", "gzip"])
+def test_large_answers_the_cache_does_not_hold_are_compressed_piece_by_piece_in_a_thread(
+    monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    threads: list[str] = []
+    piece = comp.packed_piece
+
+    def spy(packer: comp.Packer, data: bytes, last: bool) -> bytes:
+        threads.append(threading.current_thread().name)
+        return piece(packer, data, last)
+
+    monkeypatch.setattr(comp, "packed_piece", spy)
+    monkeypatch.setattr(comp, "STREAM_PIECE_BYTES", 64 * 1024)
+    settings = Settings(freeze_gc=False, compress_in_thread_bytes=100_000, response_cache_bytes=0)
+    with TestClient(create_app(settings)) as client:
+        loop_thread = client.portal.call(lambda: threading.current_thread().name)
+        _, plain = raw_post(client, BIG, "identity")
+        with client.stream(
+            "POST", "/api/attention", content=orjson.dumps(BIG),
+            headers={"content-type": "application/json", "accept-encoding": encoding},
+        ) as response:  # fmt: skip
+            packed = b"".join(response.iter_raw())
+    assert response.headers["content-encoding"] == encoding
+    assert "content-length" not in response.headers  # streamed
+    assert DECODE[encoding](packed) == plain
+    assert len(packed) < 0.5 * len(plain)
+    assert len(threads) == -(-len(plain) // (64 * 1024))  # one call per piece
+    assert loop_thread not in threads
 
 
 def test_kept_compressed_bytes_stay_within_their_bound_counting_the_plain_answer() -> None:
@@ -98,11 +156,11 @@ def test_plotly_js_is_sent_as_already_gzipped(client: TestClient) -> None:
     assert response.headers["content-encoding"] == "gzip"
 
 
-def test_large_answers_are_gzipped_with_huffman_coding_almost_as_small_as_level_1(
+def test_large_answers_are_gzipped_by_isal_no_larger_than_zlib_level_1(
     client: TestClient,
 ) -> None:
     _, plain = raw_post(client, BIG, "identity")
-    huffman = comp.gzip_huffman(plain)
-    assert zlib.decompress(huffman, wbits=31) == plain
-    assert len(huffman) <= 1.2 * len(zlib.compress(plain, 1, wbits=31))
-    assert len(huffman) < 0.55 * len(plain)
+    packed = comp.packed("gzip", plain)
+    assert zlib.decompress(packed, wbits=31) == plain  # any inflate reads it
+    assert len(packed) <= len(zlib.compress(plain, 1, wbits=31))
+    assert len(packed) < 0.5 * len(plain)

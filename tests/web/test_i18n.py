@@ -5,6 +5,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import numpy as np
 import pytest
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
@@ -105,6 +106,31 @@ def test_accept_language_orders_by_quality_then_position() -> None:
 def test_format_number_follows_the_locale(locale, value, digits, text) -> None:
     with use_locale(locale):
         assert format_number(value, digits) == text
+
+
+@pytest.mark.parametrize("locale", ["en", "es"])
+def test_a_table_number_reads_the_same_by_the_short_way_and_the_general_one(locale) -> None:
+    """Python floats with fixed decimals take a short way through format_number; a numpy
+    float (the same value) takes the general one: they must agree, signs and zeros included."""
+    rng = np.random.default_rng(5)
+    values = [
+        *rng.normal(0, 3, 300),
+        *rng.normal(0, 1e7, 100),
+        *(rng.normal(0, 1, 100) * 1e-4),
+        -0.0,
+        0.0,
+        -0.0004,
+        -0.0005,
+        0.0015,
+        -1234.5,
+        2.0**53 - 1,
+        -(2.0**53) + 1,
+    ]
+    with use_locale(locale):
+        for value in values:
+            for digits in (0, 1, 2, 3):
+                short = format_number(float(value), digits)
+                assert short == format_number(np.float64(value), digits), (value, digits)
 
 
 def test_python_strings_translate_in_the_current_locale() -> None:

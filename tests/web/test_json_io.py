@@ -2,19 +2,26 @@
 body handling does, and the work of a request goes where app/web/work.py says."""
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 import pytest
 from anyio import to_thread
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 
 from app.features.lab import routes as lab_routes
 from app.features.lab.schemas import AttentionRequest
 from app.web import handlers, json_io
-from app.web.json_io import INLINE_BYTES, JSONRoute, parse
+from app.web.json_io import (
+    INLINE_BYTES,
+    DirectCall,
+    JSONResponse,
+    JSONRoute,
+    included,
+    parse,
+)
 from app.web.work import work_limiter
 
 BODIES = [
@@ -65,6 +72,97 @@ def test_a_body_validated_from_its_bytes_answers_as_fastapi_would(body: bytes) -
     ours = client.post("/bytes", content=body, headers=headers)
     assert ours.status_code == generic.status_code
     assert ours.json() == generic.json()
+
+
+def direct_and_generic(calls: list[str]) -> tuple[TestClient, APIRouter]:
+    """The same endpoint (its body, a dependency's value, a route dependency) behind
+    FastAPI's own handling and behind JSONRoute, which calls it directly."""
+    app = FastAPI()
+    app.add_exception_handler(RequestValidationError, handlers.request_validation_handler)
+
+    async def mark(request: Request) -> None:
+        calls.append(request.url.path)
+
+    async def width(request: Request) -> int:
+        return len(request.url.path)
+
+    def answer(req: AttentionRequest, value: int) -> JSONResponse:
+        return JSONResponse({"tokens": req.tokens, "query": req.query, "value": value})
+
+    @app.post("/generic", dependencies=[Depends(mark)])
+    def generic(req: AttentionRequest, value: Annotated[int, Depends(width)]) -> JSONResponse:
+        return answer(req, value)
+
+    router = APIRouter(route_class=JSONRoute)
+
+    @router.post("/direct", dependencies=[Depends(mark)])
+    async def direct(req: AttentionRequest, value: Annotated[int, Depends(width)]) -> JSONResponse:
+        return answer(req, value)
+
+    app.include_router(router)
+    return TestClient(app), router
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (b'{"tokens": ["a", "b"], "query": 1}', "application/json"),
+        (b'{"query": -1}', "application/json"),
+        (b"", "application/json"),
+        (b'{"tokens": ["a"]}', "text/plain"),
+    ],
+)
+def test_a_route_of_a_body_and_simple_dependencies_called_directly_answers_as_fastapi(
+    body: bytes, kind: str
+) -> None:
+    calls: list[str] = []
+    client, _ = direct_and_generic(calls)
+    generic = client.post("/generic", content=body, headers={"content-type": kind})
+    direct = client.post("/direct", content=body, headers={"content-type": kind})
+    assert (direct.status_code, direct.json()) == (
+        generic.status_code,
+        {**generic.json(), "value": 7} if generic.status_code == 200 else generic.json(),
+    )
+    assert direct.headers["content-type"] == generic.headers["content-type"]
+    if generic.status_code == 200:
+        assert generic.json()["value"] == 8  # len("/generic"): the dependency's value
+        assert calls == ["/generic", "/direct"]  # the route dependency ran for both
+
+
+def test_an_overridden_dependency_is_honoured_by_a_route_called_directly() -> None:
+    client, router = direct_and_generic([])
+
+    async def other(request: Request) -> int:
+        return 99
+
+    width = next(d.call for d in router.routes[0].dependant.dependencies if d.name == "value")
+    client.app.dependency_overrides[width] = other
+    assert client.post("/direct", json={"tokens": ["a"]}).json()["value"] == 99
+
+
+def test_only_a_body_simple_dependencies_and_a_declared_response_are_called_directly() -> None:
+    _, direct = direct_and_generic([])
+    assert isinstance(DirectCall.of(direct.routes[0].dependant), DirectCall)
+    [attention] = [r for r in lab_routes.api.routes if r.path == "/api/attention"]
+    assert DirectCall.of(attention.dependant) is not None
+    # the FastAPI release installed has the internals `included` reads: the direct call is on
+    assert included(attention) is attention
+    router = APIRouter(route_class=JSONRoute)
+
+    @router.post("/query")
+    async def with_query(req: AttentionRequest, page: int = 0) -> JSONResponse:
+        return JSONResponse(page)
+
+    @router.post("/request")
+    async def with_request(req: AttentionRequest, request: Request) -> JSONResponse:
+        return JSONResponse(request.url.path)
+
+    @router.post("/dict")
+    async def a_dict(req: AttentionRequest) -> dict[str, Any]:
+        return {}
+
+    for route in router.routes:
+        assert DirectCall.of(route.dependant) is None, route.path
 
 
 @pytest.mark.parametrize("body", [b'{"tokens": ["a",]}', b'{"query": 1', b"\xff\xfe", b"{} x"])

@@ -5,6 +5,7 @@ import json
 from collections.abc import Callable
 
 import pytest
+from fastapi.telemetry import _asgi
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -134,3 +135,20 @@ def test_a_client_that_leaves_mid_body_is_logged_at_info_as_499(
     [line] = request_lines(capsys.readouterr().out)
     assert (line["level"], line["status"]) == ("info", 499)
     assert "exception" not in line
+
+
+@pytest.mark.parametrize("telemetry", [False, True])
+def test_fastapis_telemetry_asks_for_a_provider_only_when_the_setting_is_on(
+    make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch, telemetry: bool
+) -> None:
+    asked: list[object] = []
+    original = _asgi._unconfigured
+
+    def unconfigured(provider: object) -> bool:
+        asked.append(provider)
+        return original(provider)
+
+    monkeypatch.setattr(_asgi, "_unconfigured", unconfigured)
+    client = make_client(telemetry=telemetry)
+    assert client.post("/api/attention", json={}).status_code == 200
+    assert bool(asked) == telemetry

@@ -45,11 +45,24 @@ def stages_csv(result: AttentionResult) -> str:
         (f"weighted_values_query_{query.index}", weighted, tokens, dims["d_v"]),
         ("output", result.output, tokens, dims["d_v"]),
     ]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["stage", "row", "row_label", "column", "column_label", "value"])
+    # Each line is the csv module's row [stage, i, row label, j, column label, value]: the
+    # module quotes each field on its own, so the row's part and the column's part are
+    # written once per row and per column, and joined with each value's text (which never
+    # needs quotes): the same bytes in a fraction of the time (12 MB at n = 256).
+    lines = [csv_line("stage", "row", "row_label", "column", "column_label", "value")]
     for stage, values, rows, cols in tables:
+        columns = [csv_line(j, label) + "," for j, label in enumerate(cols)]
         for i, line in enumerate(np.asarray(values, dtype=float).tolist()):
-            for j, value in enumerate(line):
-                writer.writerow([stage, i, rows[i], j, cols[j], number_text(value)])
-    return out.getvalue()
+            row = csv_line(stage, i, rows[i]) + ","
+            cells = zip(columns, line, strict=True)
+            lines.extend(row + column + number_text(v) for column, v in cells)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def csv_line(*fields: object) -> str:
+    """The fields as the csv module writes one row (quoted where needed), without the line
+    end. Never a single empty field (the module writes that one as "")."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(fields)
+    return out.getvalue()[:-1]

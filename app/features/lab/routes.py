@@ -96,12 +96,17 @@ def lab_json(page: LabDep) -> JSONResponse:
 
 
 @pages.get("/lab.csv")
-def lab_csv(page: LabDep, settings: SettingsDep) -> Response:
-    """Every stage of the lab's state, one number per line."""
+async def lab_csv(page: LabDep, settings: SettingsDep) -> Response:
+    """Every stage of the lab's state, one number per line (written in the work thread, in
+    arrival order with the other heavy work: up to 12 MB of text at n = 256)."""
     if not page.ok:
         return problems_json(page)
     result = page.result
     size = AttentionResult.csv_bytes(len(result.tokens), result.d_model, result.d_k, result.d_v)
     check_answer(size, settings.answer_budget_bytes, BUDGET_FIELDS, source="query")
+    return await run_work(csv_answer, result)
+
+
+def csv_answer(result: AttentionResult) -> Response:
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
-    return Response(stages_csv(page.result), media_type="text/csv", headers=headers)
+    return Response(stages_csv(result), media_type="text/csv", headers=headers)

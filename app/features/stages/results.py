@@ -109,16 +109,24 @@ class OneHead(StageFields):
 def query_breakdown(tokens: list[str], stages: StageFields, i: int) -> QueryBreakdown:
     """One query's row, key by key: dot, scaled, visible, weight, weight × value."""
     weighted = stages.weights[i][:, None] * stages.v  # (n, d_v)
+    columns = zip(
+        stages.scores[i].tolist(),
+        stages.scaled[i].tolist(),
+        stages.allowed[i].tolist(),
+        stages.weights[i].tolist(),
+        weighted,
+        strict=True,
+    )
     rows = [
         QueryRow(
             key_index=j,
             key_token=tokens[j],
-            dot=float(stages.scores[i, j]),
-            scaled=float(stages.scaled[i, j]),
-            visible=bool(stages.allowed[i, j]),
-            weight=float(stages.weights[i, j]),
-            weighted_value=weighted[j],
+            dot=dot,
+            scaled=scaled,
+            visible=visible,
+            weight=weight,
+            weighted_value=value,
         )
-        for j in range(len(tokens))
+        for j, (dot, scaled, visible, weight, value) in enumerate(columns)
     ]
     return QueryBreakdown(index=i, token=tokens[i], rows=rows, output=weighted.sum(axis=0))

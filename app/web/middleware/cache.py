@@ -22,6 +22,9 @@ Key = tuple[str, str, bytes, bytes, bytes, bytes, bytes]
 # A text/plain post of the same bytes is not the JSON request (it gets 415, not the answer).
 VARY = (b"accept-language", b"cookie", b"content-type")
 ENTRY_OVERHEAD = 256  # the tuple, the Answer, the dict slot and the objects' headers
+# Set in the scope's state when the answer going out is one the cache holds (just kept or
+# replayed): the compression layer keeps compressed copies of those only.
+HELD = "held_by_response_cache"
 
 
 @dataclass(frozen=True)
@@ -60,19 +63,21 @@ class ResponseCache:
                 self.entries.move_to_end(key)
             return answer
 
-    def put(self, key: Key, answer: Answer) -> None:
+    def put(self, key: Key, answer: Answer) -> bool:
+        """Keep `answer` for `key`; whether it is kept (not too large, not already there)."""
         size = entry_bytes(key, answer)
         if size > self.max_entry_bytes:
-            return
+            return False
         with self.lock:
             if key in self.entries:
-                return
+                return False
             self.entries[key] = answer
             self.sizes[key] = size
             self.size += size
             while self.size > self.max_bytes:
                 old, _ = self.entries.popitem(last=False)
                 self.size -= self.sizes.pop(old)
+        return True
 
 
 async def cacheable(request: Request) -> None:
@@ -94,12 +99,15 @@ class CachedAnswers:
             return
         headers = dict(scope["headers"])
         known = (scope["method"], scope["path"]) in self.cache.routes
+        key: Key | None = None  # the request's key, once its whole body is known
         if known and (b"content-length" in headers or scope["method"] in ("GET", "HEAD")):
             body = await read_body(receive) if b"content-length" in headers else b""
             if body is None:
                 return  # the client went away
-            answer = self.cache.get(cache_key(scope, body))
+            key = cache_key(scope, body)
+            answer = self.cache.get(key)
             if answer is not None:
+                scope.setdefault("state", {})[HELD] = True
                 headers_copy = list(answer.headers)  # middleware outside edits the list
                 await send({"type": "http.response.start", "status": 200, "headers": headers_copy})
                 await send({"type": "http.response.body", "body": answer.body})
@@ -112,7 +120,7 @@ class CachedAnswers:
 
         async def tee_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and key is None:
                 received.append(message.get("body", b""))
             return message
 
@@ -124,7 +132,8 @@ class CachedAnswers:
                 if not message.get("more_body", False) and scope.get("state", {}).get("cacheable"):
                     self.cache.routes.add((scope["method"], scope["path"]))
                     answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
-                    self.cache.put(cache_key(scope, b"".join(received)), answer)
+                    if self.cache.put(key or cache_key(scope, b"".join(received)), answer):
+                        scope["state"][HELD] = True
             await send(message)
 
         await self.app(scope, tee_receive, keep_send)

@@ -231,3 +231,12 @@ def test_csv_labels_that_a_spreadsheet_would_run_as_formulas_are_neutralised(
     negatives = [row[5] for row in rows if row[5].startswith("-") and row[5] != "-inf"]
     assert negatives  # numbers stay numbers
     assert all(float(v) < 0 for v in negatives)
+
+
+def test_csv_labels_with_commas_and_quotes_read_back_as_they_were(client: TestClient) -> None:
+    tokens = ['say,"hi"', "a,b", '"', "cat"]
+    response = client.get("/lab.csv", params={"tokens": " ".join(tokens), "d_model": "2"})
+    rows = list(csv.reader(io.StringIO(response.text)))
+    assert all(len(row) == 6 for row in rows)  # quoted where needed: no field split apart
+    assert [row[2] for row in rows if row[0] == "q" and row[3] == "0"] == tokens
+    assert {row[4] for row in rows if row[0] == "scores"} == set(tokens)

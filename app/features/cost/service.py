@@ -110,7 +110,7 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
     if window_layers is not None and window_layers > layers:
         raise _query_error(
             "window_layers",
-            f"window_layers is {window_layers} but the model has only {layers} layers; "
+            f"window_layers is {window_layers}, more than the model's layer count ({layers}); "
             f"use at most {layers}",
         )
     if query.sinks and window is None:

@@ -657,3 +657,13 @@ def test_the_page_prints_products_too_large_for_the_decimal_default(
     kv = api["kv_cache_bytes"]
     assert kv == 2 * 1 * 65_536 * 128 * 2 * 1_000_000_000 * 65_536
     assert f"{kv:,}" in response.text
+
+
+def test_window_layers_past_the_layer_count_says_the_count_without_a_plural(
+    client: TestClient,
+) -> None:
+    response = client.get("/api/cost", params={"layers": 1, "window": 8, "window_layers": 2})
+    [error] = response.json()["detail"]
+    assert error["msg"] == (
+        "window_layers is 2, more than the model's layer count (1); use at most 1"
+    )

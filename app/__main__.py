@@ -34,6 +34,7 @@ def uvicorn_options(settings: Settings) -> dict[str, object]:
         "port": settings.port,
         "workers": settings.workers,
         "http": PROTOCOL,
+        "loop": settings.event_loop,
         "timeout_keep_alive": settings.keep_alive_seconds,
         # Used only by `--http h11`: the same cap on a request's head.
         "h11_max_incomplete_event_size": settings.max_header_bytes + 65_536,

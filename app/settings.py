@@ -4,6 +4,7 @@ import math
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -66,6 +67,13 @@ class Settings(BaseSettings):
         gt=0,
         le=600,
         description="Time a request's body may take to arrive after its head; slower gets 408.",
+    )
+    event_loop: Literal["asyncio", "uvloop"] = Field(
+        "asyncio",
+        description="uvicorn's event loop. asyncio's serves every connection in turn when the "
+        "server is saturated; uvloop's starves a few of them (bench/bench_load.py, distinct "
+        "states, one worker: p99 1.07 s and 23 timeouts with uvloop, 91 ms and none with "
+        "asyncio, for 8 % fewer requests per second).",
     )
     keep_alive_seconds: int = Field(
         5, ge=1, le=300, description="How long an idle keep-alive connection stays open."

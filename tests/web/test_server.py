@@ -265,6 +265,8 @@ def test_python_m_app_serves_with_the_bounded_protocol_and_the_settings() -> Non
     options = uvicorn_options(settings)
     assert options["http"] == PROTOCOL == "app.web.server:BoundedHttpToolsProtocol"
     assert (options["workers"], options["timeout_keep_alive"]) == (3, 7)
+    assert options["loop"] == "asyncio"  # fair under saturation (see Settings.event_loop)
+    assert uvicorn_options(Settings(event_loop="uvloop"))["loop"] == "uvloop"
     assert options["h11_max_incomplete_event_size"] == 4096 + 65_536
 
 

@@ -1,12 +1,24 @@
 """Browser libraries served from installed packages: versioned, gzipped on request, cached."""
 
+import gzip
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from starlette.staticfiles import StaticFiles
 
 from app import STATIC_DIR
-from app.web.assets import FILES, ONE_YEAR, PLOTLY_URL, VersionedStaticFiles, file_bytes
+from app.web import assets
+from app.web.assets import (
+    FILES,
+    ONE_YEAR,
+    PLOTLY_URL,
+    SWAGGER_CSS_URL,
+    VersionedStaticFiles,
+    file_bytes,
+)
 from app.web.templating import static_url
 from tests.routes import PAGES
 
@@ -101,3 +113,26 @@ def test_plotly_is_loaded_where_a_figure_is_drawn(client: TestClient) -> None:
         elif PLOTLY_URL not in html:
             without.add(path)
     assert without == {"/docs", "/embed", "/lessons"}
+
+
+def test_a_library_is_gzipped_once_when_a_class_asks_for_it_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real = gzip.compress
+
+    def counted(data: bytes, *args: object, **kwargs: object) -> bytes:
+        calls.append(len(data))
+        time.sleep(0.05)  # a slow gzip: the other threads arrive while it runs
+        return real(data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(assets.gzip, "compress", counted)
+    assets._read_and_gzip.cache_clear()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(assets.packed, [SWAGGER_CSS_URL] * 8))
+    finally:
+        assets._read_and_gzip.cache_clear()
+    assert len(calls) == 1
+    assert all(answer == answers[0] for answer in answers)
+    assert gzip.decompress(answers[0][1]) == answers[0][0]

@@ -22,7 +22,7 @@ from app.features.kernel.results import (
     TrafficCurve,
 )
 from app.features.kernel.schemas import DecodeRequest, KernelRequest, TiledRequest
-from app.features.lab.service import HeadInputs, inputs_used, one_head, resolve_inputs
+from app.features.lab.service import inputs_used, one_head, resolve_inputs
 from app.features.stages.service import mask_of
 from app.math import decoding as dc
 from app.math import flash as fl
@@ -34,11 +34,6 @@ from app.settings import Settings
 def default_block(n: int) -> int:
     """Two blocks each way: four steps, small enough to follow, large enough to tile."""
     return max(1, ceil(n / 2))
-
-
-def widths(inputs: HeadInputs) -> tuple[int, int, int]:
-    """(d_model, d_k, d_v) of a resolved state."""
-    return inputs.x.shape[1], inputs.w_q.shape[1], inputs.w_v.shape[1]
 
 
 def check_tiling(n: int, block_q: int, block_k: int, settings: Settings) -> None:
@@ -142,7 +137,7 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> TiledResult:
     block_q, block_k, from_sram = tile_blocks(req, n, inputs.w_q.shape[1])
     check_tiling(n, block_q, block_k, settings)
     rows = len(req.long_sequence.seq_lens)
-    size = TiledResult.answer_bytes(n, widths(inputs), (block_q, block_k), rows)
+    size = TiledResult.answer_bytes(n, inputs.widths, (block_q, block_k), rows)
     check_answer(size, settings.answer_budget_bytes, ("tokens", "block_q", "block_k"))
     allowed = mask_of(inputs.mask, n)
     run = one_head(inputs, allowed)
@@ -203,7 +198,7 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> DecodeResult:
             f"prompt is {prompt} but there are only {n} tokens; the prefill takes 1 to {n} of them",
         )
     rows = len(req.long_sequence.seq_lens)
-    size = DecodeResult.answer_bytes(n, widths(inputs), prompt, rows)
+    size = DecodeResult.answer_bytes(n, inputs.widths, prompt, rows)
     check_answer(size, settings.answer_budget_bytes, ("tokens", "d_k", "d_v"))
     allowed = mask_of(inputs.mask.model_copy(update={"causal": True}), n)
     spec = req.cache

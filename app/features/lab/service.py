@@ -41,6 +41,11 @@ class HeadInputs:
     def n(self) -> int:
         return len(self.tokens)
 
+    @property
+    def widths(self) -> tuple[int, int, int]:
+        """(d_model, d_k, d_v)."""
+        return self.x.shape[1], self.w_q.shape[1], self.w_v.shape[1]
+
 
 WORKED_PROJECTIONS = {"w_q": rules.WORKED_W_Q, "w_k": rules.WORKED_W_K, "w_v": rules.WORKED_W_V}
 
@@ -122,7 +127,7 @@ BUDGET_FIELDS = ("tokens", "d_model", "d_k", "d_v")  # what a too-large answer s
 def answer_bytes(inputs: HeadInputs, csv: bool = False) -> int:
     """The size of this head's answer, as JSON or as the lab's CSV, before computing it."""
     size = AttentionResult.csv_bytes if csv else AttentionResult.answer_bytes
-    return size(inputs.n, inputs.x.shape[1], inputs.w_q.shape[1], inputs.w_v.shape[1])
+    return size(inputs.n, *inputs.widths)
 
 
 def compute_attention(req: AttentionRequest, settings: Settings) -> AttentionResult:

@@ -153,17 +153,12 @@ class VersionedStaticFiles(StaticFiles):
         return response
 
 
-@lru_cache(maxsize=1)
-def favicon_svg() -> bytes:
-    return (STATIC_DIR / "favicon.svg").read_bytes()  # read on first use, then kept
-
-
 @router.get("/favicon.ico")
 def favicon() -> Response:
     """Browsers ask /favicon.ico of any page without an icon link (JSON, fragments, /healthz):
     they get the SVG icon instead of a 404 in their console."""
     return Response(
-        favicon_svg(),
+        file_bytes(str(STATIC_DIR / "favicon.svg")),  # read once, as every static file
         media_type="image/svg+xml",
         headers={"Cache-Control": "public, max-age=86400"},
     )

@@ -146,16 +146,19 @@ class Classroom:
         to a page of this site is built with it."""
         return with_params(target, self.view_params())
 
-    def location(self, target: str) -> str:
-        """A redirect's target: the view, and the lesson when it stays on this page."""
+    def carried_to(self, target: str) -> list[tuple[str, str]]:
+        """What a redirect or a form to `target` carries: the view, and the lesson when it
+        stays on this page."""
         same = urlsplit(target).path == self.path
-        return with_params(target, [*self.view_params(), *(self.lesson_params() if same else ())])
+        return [*self.view_params(), *(self.lesson_params() if same else ())]
+
+    def location(self, target: str) -> str:
+        """A redirect's target, with what it carries."""
+        return with_params(target, self.carried_to(target))
 
     def fields(self, action: str) -> Markup:
-        """The hidden inputs of a GET form to `action`: the view, and the lesson when the
-        form stays on this page."""
-        same = urlsplit(action).path == self.path
-        return hidden([*self.view_params(), *(self.lesson_params() if same else ())])
+        """The hidden inputs of a GET form to `action`: what it carries."""
+        return hidden(self.carried_to(action))
 
     def here(self, **changes: str | None) -> str:
         """This very URL with some classroom parameters replaced (None removes one). Links

@@ -186,14 +186,7 @@ def test_json_that_cannot_be_read_names_orjsons_position_and_reason(body: bytes)
 def test_a_large_body_is_validated_off_the_event_loop(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, size: int, on_loop: bool
 ) -> None:
-    where: list[bool] = []
-    original = json_io.validated
-
-    def recorded(*args: Any) -> Any:
-        where.append(running_loop())
-        return original(*args)
-
-    monkeypatch.setattr(json_io, "validated", recorded)
+    where = where_it_runs(monkeypatch, json_io, "validated")
     body = b'{"tokens": ["a"], "x": [[NaN]]}'
     body = body[:-1] + b" " * (size - len(body)) + b"}"
     response = client.post(
@@ -212,18 +205,24 @@ def running_loop() -> bool:
     return True
 
 
-@pytest.mark.parametrize(("n", "on_loop"), [(3, True), (32, True), (33, False), (256, False)])
-def test_a_long_head_is_computed_in_a_work_thread_and_a_short_one_on_the_loop(
-    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch, n: int, on_loop: bool
-) -> None:
+def where_it_runs(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[bool]:
+    """`module.name` wrapped to record, at each call, whether it ran on the event loop."""
     where: list[bool] = []
-    original = lab_routes.compute_attention
+    original = getattr(module, name)
 
     def recorded(*args: Any) -> Any:
         where.append(running_loop())
         return original(*args)
 
-    monkeypatch.setattr(lab_routes, "compute_attention", recorded)
+    monkeypatch.setattr(module, name, recorded)
+    return where
+
+
+@pytest.mark.parametrize(("n", "on_loop"), [(3, True), (32, True), (33, False), (256, False)])
+def test_a_long_head_is_computed_in_a_work_thread_and_a_short_one_on_the_loop(
+    fresh_client: TestClient, monkeypatch: pytest.MonkeyPatch, n: int, on_loop: bool
+) -> None:
+    where = where_it_runs(monkeypatch, lab_routes, "compute_attention")
     response = fresh_client.post("/api/attention", json={"tokens": [f"t{i}" for i in range(n)]})
     assert response.status_code == 200
     assert len(response.json()["tokens"]) == n

@@ -1,9 +1,9 @@
 """Heavy work in arrival order, off the event loop.
 
-On a saturated event loop, work done in the loop itself makes requests wait unfairly: a
-request's steps (reading its body, routing, computing, sending) queue behind the steps of
-every other request, and a cheap request such as /healthz waits behind all of them (p99
-over a second under wrk with 300 µs of work per request). So the heavy work of a request,
+Work done in the event loop itself holds up everything else: a cheap request such as
+/healthz waits behind every step of every other request, and a 30 ms head behind it. (The
+p99 of over a second that small requests had under load was uvloop's unfairness, not this:
+see Settings.event_loop.) So the heavy work of a request,
 `run_work`, is done by `work_threads` threads (one by default: a process holds one core's
 worth of Python; WORKERS gives more processes), handed out first come, first served, and
 the loop only reads, routes and writes: large request bodies validated, long heads computed

@@ -17,6 +17,10 @@ connections would make every request, /healthz too, a 503. Here, per connection:
 - beyond `max_concurrent_requests` requests in progress, a new request gets 503 with
   Retry-After, except the health checks, which are cheap and must answer under load.
 
+And every answer's head leaves with its first body bytes, in one write (`HeadWithBody`):
+uvicorn writes the head as soon as the app starts the answer, which costs a second system
+call and a second TCP segment for every small answer.
+
 Everything else (parsing, keep-alive, pipelining, flow control) is uvicorn's.
 """
 
@@ -159,6 +163,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.refuse(431, header_message(self.bounds.max_header_bytes))
             return
         super().on_headers_complete()
+        self.cycle.transport = HeadWithBody(self.transport, self.cycle)
         self.arm(self.bounds.body_timeout_seconds)  # disarmed when the message is complete
 
     def on_body(self, body: bytes) -> None:
@@ -171,6 +176,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             super().on_message_complete()
 
     def on_response_complete(self) -> None:
+        if self.cycle is not None and isinstance(self.cycle.transport, HeadWithBody):
+            self.cycle.transport.flush()  # an answer without body bytes (HEAD)
         super().on_response_complete()
         if not self.transport.is_closing():
             self.waiting[self] = None
@@ -215,6 +222,39 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
+
+
+class HeadWithBody:
+    """The transport of one request's cycle, holding the answer's head (uvicorn's first
+    write once the answer has started) until the first body bytes, the end of the answer
+    or the connection's close, then writing both at once. Anything written before the
+    answer starts (a 100 Continue) goes out as it comes."""
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self.transport = transport
+        self.cycle = cycle
+        self.head: bytes | None = None
+        self.head_sent = False
+
+    def write(self, data: bytes) -> None:
+        if not self.head_sent and self.cycle.response_started:
+            if self.head is None:
+                self.head = data
+                return
+            data = self.head + data
+            self.head, self.head_sent = None, True
+        self.transport.write(data)
+
+    def flush(self) -> None:
+        if self.head is not None:
+            self.write(b"")
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 async def busy(scope: Any, receive: Any, send: Any) -> None:

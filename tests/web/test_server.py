@@ -23,6 +23,7 @@ import pytest
 from app.__main__ import PROTOCOL, raise_open_file_limit, uvicorn_options
 from app.settings import Settings, cgroup_cpu_limit
 from app.web.middleware.body_limits import too_long_message
+from app.web.server import HeadWithBody
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = {
@@ -305,3 +306,63 @@ def test_workers_default_to_the_available_cores(monkeypatch: pytest.MonkeyPatch)
     assert Settings().workers == min(2, len(os.sched_getaffinity(0)))
     monkeypatch.setattr("app.settings.cgroup_cpu_limit", lambda: None)
     assert Settings().workers == min(len(os.sched_getaffinity(0)), 64)
+
+
+class Recorded:
+    """A transport that records what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+class Cycle:
+    response_started = False
+
+
+def test_an_answers_head_leaves_with_its_first_body_bytes_in_one_write() -> None:
+    transport, cycle = Recorded(), Cycle()
+    held = HeadWithBody(transport, cycle)  # type: ignore[arg-type]
+    held.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # before the answer starts: as it comes
+    cycle.response_started = True
+    held.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert transport.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+    held.write(b"{}")
+    held.write(b"more")
+    assert transport.writes[1:] == [b"HTTP/1.1 200 OK\r\n\r\n{}", b"more"]
+    assert held.is_closing() is False  # the rest is the transport's
+
+
+@pytest.mark.parametrize("end", ["flush", "close"])
+def test_a_head_without_body_bytes_leaves_when_the_answer_or_the_connection_ends(
+    end: str,
+) -> None:
+    transport, cycle = Recorded(), Cycle()
+    held = HeadWithBody(transport, cycle)  # type: ignore[arg-type]
+    cycle.response_started = True
+    held.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+    getattr(held, end)()
+    assert transport.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"]
+    assert transport.closed is (end == "close")
+
+
+def test_head_over_a_kept_alive_connection_answers_the_head_alone(
+    address: tuple[str, int],
+) -> None:
+    with connect(address) as s:
+        s.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: lab\r\n\r\n")
+        status, headers, body = answer(s.recv(1 << 16))
+        assert (status, body) == (200, b"")
+        assert int(headers[b"content-length"]) > 0
+        s.sendall(get("/healthz"))
+        status, _, body = answer(read_until_closed(s))
+    assert (status, orjson.loads(body)["status"]) == (200, "ok")

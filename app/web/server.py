@@ -163,7 +163,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self.refuse(431, header_message(self.bounds.max_header_bytes))
             return
         super().on_headers_complete()
-        self.cycle.transport = HeadWithBody(self.transport, self.cycle)
         self.arm(self.bounds.body_timeout_seconds)  # disarmed when the message is complete
 
     def on_body(self, body: bytes) -> None:
@@ -176,8 +175,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        if self.cycle is not None and isinstance(self.cycle.transport, HeadWithBody):
-            self.cycle.transport.flush()  # an answer without body bytes (HEAD)
         super().on_response_complete()
         if not self.transport.is_closing():
             self.waiting[self] = None
@@ -189,6 +186,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         limit = self.bounds.max_concurrent_requests
         if len(self.tasks) >= limit and cycle.scope["path"] not in HEALTH_PATHS:
             app = busy
+        if cycle.scope["method"] != "HEAD":  # uvicorn writes no body for HEAD
+            cycle.transport = HeadWithBody(cycle.transport, cycle)
         super()._start_asgi_task(cycle, app)
 
     # -- deadlines
@@ -225,10 +224,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
 
 class HeadWithBody:
-    """The transport of one request's cycle, holding the answer's head (uvicorn's first
-    write once the answer has started) until the first body bytes, the end of the answer
-    or the connection's close, then writing both at once. Anything written before the
-    answer starts (a 100 Continue) goes out as it comes."""
+    """The transport of one request's cycle (not a HEAD's), holding the answer's head
+    (uvicorn's first write once the answer has started) until the first body bytes (an
+    empty body is written too) or the connection's close, then writing both at once.
+    Anything written before the answer starts (a 100 Continue) goes out as it comes."""
 
     def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
         self.transport = transport
@@ -245,12 +244,9 @@ class HeadWithBody:
             self.head, self.head_sent = None, True
         self.transport.write(data)
 
-    def flush(self) -> None:
+    def close(self) -> None:
         if self.head is not None:
             self.write(b"")
-
-    def close(self) -> None:
-        self.flush()
         self.transport.close()
 
     def __getattr__(self, name: str) -> Any:

@@ -376,3 +376,17 @@ def test_head_over_a_kept_alive_connection_answers_the_head_alone(
         s.sendall(get("/healthz"))
         status, _, body = answer(read_until_closed(s))
     assert (status, orjson.loads(body)["status"]) == (200, "ok")
+
+
+def test_a_request_that_arrived_whole_leaves_no_deadline_on_its_kept_alive_connection(
+    address: tuple[str, int],
+) -> None:
+    """Idle longer than the head timeout (1 s here), within the keep-alive (5 s): the
+    connection still serves the next request."""
+    with connect(address) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: lab\r\n\r\n")
+        assert s.recv(1 << 16).startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)
+        s.sendall(get("/healthz"))
+        status, _, _ = answer(read_until_closed(s))
+    assert status == 200

@@ -104,7 +104,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.bounds = type(self).settings or environment_settings()
         self.max_connections = connection_cap(self.bounds.max_connections)
         self.deadline: asyncio.TimerHandle | None = None
-        self.armed_for: str | None = None  # what the deadline is for: connection, head, body
+        self.armed_for: str | None = None  # the deadline's part: connection, head, body
         self.reading_head = True  # until a request's head is complete
         self.head_begun = False  # a request's first bytes have come
         self.reading_body = False  # a head is complete, its body still to come
@@ -173,6 +173,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self.reading_head = False
         self.head_begun = False
+        if self.armed_for == "head":  # that head is whole: a pipelined next one gets its own
+            self.armed_for = "whole head"  # replaced or disarmed by watch()
         self.waiting.pop(self, None)
         if len(self.url) > MAX_TARGET_BYTES:  # uvicorn's parse_url would answer a bare 400
             self.refuse(414, too_long_message(self.bounds.max_query_bytes))

@@ -30,7 +30,7 @@
 
 (function () {
   // The parameters that choose how a page is shown, not what it computes (app/web/classroom.py).
-  const VIEW_PARAMS = (document.documentElement.dataset.viewParams || "").split(" ").filter(Boolean);
+  const VIEW_PARAMS = (document.body.dataset.viewParams || "").split(" ").filter(Boolean);
   const KEYED_TYPES = /^(text|number|search|email|url|tel)$/; // fields typed into key by key
   let redraws = 0;
 

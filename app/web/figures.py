@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_number, format_rows, gettext
 from app.math.cost import BINARY_UNITS
 
 # Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
@@ -59,7 +59,14 @@ def fmt(value: Any, digits: int = 3) -> str:
 def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
     """Values printed in the cells as the tables print them; hidden (non-finite) entries
     read `hidden_text`."""
-    return [[fmt(v, digits) if np.isfinite(v) else hidden_text for v in row] for row in z]
+    z = np.asarray(z, dtype=float)
+    texts = format_rows(z, digits)
+    if np.isfinite(z).all():
+        return texts
+    return [
+        [text if shown else hidden_text for text, shown in zip(row, finite, strict=True)]
+        for row, finite in zip(texts, np.isfinite(z).tolist(), strict=True)
+    ]
 
 
 def heatmap(

@@ -9,6 +9,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
@@ -23,6 +24,17 @@ from app.web.classroom import classroom_context, hidden, url
 from app.web.figures import fmt
 from app.web.json_io import dumps
 from app.web.nav import NAV
+
+
+def cells(matrix: Any, digits: int = 3) -> list[list[tuple[str, bool]]]:
+    """A table's numbers formatted in one pass, each with whether it is hidden (None, shown
+    as −∞): what the matrix_table macro prints, without a filter call per cell."""
+    rows = matrix.tolist() if isinstance(matrix, np.ndarray) else [list(r) for r in matrix]
+    texts = i18n.format_rows([[None if v is None else float(v) for v in r] for r in rows], digits)
+    return [
+        [(text, value is None) for text, value in zip(text_row, row, strict=True)]
+        for text_row, row in zip(texts, rows, strict=True)
+    ]
 
 
 def fmt_int(value: Any) -> str:
@@ -90,7 +102,9 @@ environment.install_gettext_callables(  # type: ignore[attr-defined]
 )
 environment.filters.update(
     fmt=fmt,
+    cells=cells,
     fmt_vector=i18n.format_vector,
+    fmt_vectors=i18n.format_vectors,
     json_data=json_data,
     figure_data=figure_data,
     fmt_int=fmt_int,

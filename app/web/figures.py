@@ -60,12 +60,13 @@ def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> li
     """Values printed in the cells as the tables print them; hidden (non-finite) entries
     read `hidden_text`."""
     z = np.asarray(z, dtype=float)
-    texts = format_rows(z, digits)
-    if np.isfinite(z).all():
+    finite = np.isfinite(z)
+    texts = format_rows(np.where(finite, z, 0.0), digits)  # finite: the one-call way
+    if finite.all():
         return texts
     return [
-        [text if shown else hidden_text for text, shown in zip(row, finite, strict=True)]
-        for row, finite in zip(texts, np.isfinite(z).tolist(), strict=True)
+        [text if shown else hidden_text for text, shown in zip(row, seen, strict=True)]
+        for row, seen in zip(texts, finite.tolist(), strict=True)
     ]
 
 

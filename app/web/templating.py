@@ -29,11 +29,13 @@ from app.web.nav import NAV
 def cells(matrix: Any, digits: int = 3) -> list[list[tuple[str, bool]]]:
     """A table's numbers formatted in one pass, each with whether it is hidden (None, shown
     as −∞): what the matrix_table macro prints, without a filter call per cell."""
-    rows = matrix.tolist() if isinstance(matrix, np.ndarray) else [list(r) for r in matrix]
-    texts = i18n.format_rows([[None if v is None else float(v) for v in r] for r in rows], digits)
+    if isinstance(matrix, np.ndarray):
+        texts = i18n.format_rows(matrix.astype(float), digits)
+        return [[(text, False) for text in row] for row in texts]
+    rows = [list(row) for row in matrix]  # numbers, and None where hidden
     return [
         [(text, value is None) for text, value in zip(text_row, row, strict=True)]
-        for text_row, row in zip(texts, rows, strict=True)
+        for text_row, row in zip(i18n.format_rows(rows, digits), rows, strict=True)
     ]
 
 

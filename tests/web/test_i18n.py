@@ -147,9 +147,12 @@ def test_many_numbers_at_once_read_as_each_one_alone(locale) -> None:
     values = [*rng.normal(0, 3, 200).tolist(), *rng.normal(0, 1e7, 50).tolist(), *special]
     matrix = rng.normal(0, 2, (5, 3))
     with use_locale(locale):
+        floats = [-0.0, -0.0004, -0.0001, 0.5, -0.0, *values[:250], -1e-9, -(2.0**53) + 1]
         for digits in (0, 2, 3, 6):
-            alone = [format_number(None if v is None else v, digits) for v in values]
-            assert format_numbers(values, digits) == alone
+            for numbers in (values, floats):  # with special values, and floats alone
+                alone = [format_number(v, digits) for v in numbers]
+                assert format_numbers(numbers, digits) == alone
+                assert format_numbers(np.array(numbers, dtype=object), digits) == alone
         assert format_rows(matrix, 3) == [[format_number(float(v), 3) for v in r] for r in matrix]
         assert format_rows([[1.5, None]], 1) == [[format_number(1.5, 1), "−∞"]]
         separator = "; " if locale == "es" else ", "

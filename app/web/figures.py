@@ -56,12 +56,18 @@ def fmt(value: Any, digits: int = 3) -> str:
     return format_number(None if value is None else float(value), digits)
 
 
-def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
-    """Values printed in the cells as the tables print them; hidden (non-finite) entries
-    read `hidden_text`."""
+def cell_text(
+    z: np.ndarray,
+    digits: int = 3,
+    hidden_text: str = "−∞",
+    texts: list[list[str]] | None = None,
+) -> list[list[str]]:
+    """Values printed in the cells as the tables print them (`texts`, when the caller has
+    them formatted already); hidden (non-finite) entries read `hidden_text`."""
     z = np.asarray(z, dtype=float)
     finite = np.isfinite(z)
-    texts = format_rows(np.where(finite, z, 0.0), digits)  # finite: the one-call way
+    if texts is None:
+        texts = format_rows(np.where(finite, z, 0.0), digits)  # finite: the one-call way
     if finite.all():
         return texts
     return [
@@ -81,11 +87,13 @@ def heatmap(
     hover: list[list[str]] | None = None,
     hidden: np.ndarray | None = None,
     hidden_text: str = "−∞",
+    texts: list[list[str]] | None = None,
 ) -> dict[str, Any]:
     """One matrix as a heatmap: rows top to bottom as in the tables. Hidden cells (−∞, or
     where `hidden` is true) are left blank so the grey plot background shows through, and
-    read `hidden_text` when the cells are labelled. z is rounded to 4 decimals: it only
-    picks colours, and the JSON stays small at n = 256."""
+    read `hidden_text` when the cells are labelled (with `texts`, z's numbers as the caller
+    formatted them already). z is rounded to 4 decimals: it only picks colours, and the JSON
+    stays small at n = 256."""
     z = np.asarray(z, dtype=float)
     if hidden is not None:
         z = np.where(hidden, -np.inf, z)
@@ -102,7 +110,7 @@ def heatmap(
     if max(z.shape) <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
-        trace["text"] = cell_text(z, hidden_text=hidden_text)
+        trace["text"] = cell_text(z, hidden_text=hidden_text, texts=texts)
         trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": CELL_FONT_PX}
     if hover is not None:

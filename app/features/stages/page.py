@@ -168,7 +168,7 @@ def weighted_hover(texts: HeadTexts, query: QueryBreakdown) -> list[list[str]]:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
     v = texts.factors["v"]
     weights = format_numbers([float(row.weight) for row in query.rows])
-    values = format_rows([np.asarray(row.weighted_value, dtype=float) for row in query.rows])
+    values = format_rows(np.array([row.weighted_value for row in query.rows], dtype=float))
     return [
         [
             f"{weight} × v_{row.key_token}[{d}] = {weight} × {v[row.key_index][d]} = {value}"
@@ -223,6 +223,12 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
     by = scale_label(result)
     texts = HeadTexts(result)
     dots = dot_hover(texts, tokens) if hover else None
+
+    def labelled(name: str) -> list[list[str]] | None:
+        """The matrix's numbers for the cells of its heatmap, when they are printed there."""
+        small = max(np.shape(getattr(result, name))) <= LABEL_CELLS_UP_TO
+        return getattr(texts, name) if small else None
+
     weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
 
     def square(name: str, caption: str) -> dict[str, Any]:
@@ -237,7 +243,15 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
         {
             "name": "scores",
             "title": "Q·Kᵀ",
-            "fig": heatmap(result.scores, tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
+            "fig": heatmap(
+                result.scores,
+                tokens,
+                tokens,
+                "Q·Kᵀ",
+                "diverging",
+                hover=dots,
+                texts=labelled("scores"),
+            ),
             "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
         },
         {
@@ -250,6 +264,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 f"÷ {by}",
                 "diverging",
                 hover=scaled_hover(texts, dots) if dots else None,
+                texts=labelled("scaled"),
             ),
             "table": square("scaled", f"Q·Kᵀ ÷ {by}"),
         },
@@ -264,6 +279,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 "diverging",
                 hover=masked_hover(texts, tokens) if hover else None,
                 hidden=~allowed,
+                texts=labelled("scaled"),
             ),
             "table": square("masked", gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)")),
         },
@@ -278,6 +294,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 hover=weight_hover(texts, tokens) if hover else None,
                 hidden=~allowed,
                 hidden_text="0",
+                texts=labelled("weights"),
             ),
             "table": square(
                 "weights", gettext("Softmax weights: each row sums to 1 (0 if it sees no key)")
@@ -316,6 +333,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 "diverging",
                 x_title=gettext("output dimension"),
                 hover=output_hover(texts, tokens) if hover else None,
+                texts=labelled("output"),
             ),
             "table": _table(
                 result.output, tokens, dims, gettext("Output = weights · V, one row per token")

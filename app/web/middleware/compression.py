@@ -37,20 +37,42 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette_compress import CompressMiddleware
 
 from app.web.middleware.cache import HELD
-from app.web.work import run_work
+from app.web.pieces import PIECE_BYTES
+from app.web.process import trim_when_idle
+from app.web.work import compress_soon
 
 ZSTD_LEVEL, BROTLI_QUALITY, GZIP_LEVEL = 1, 1, 1  # fast: the stage matrices are noisy floats
 ISAL_GZIP_LEVEL = 1  # ISA-L's levels are 0 to 3
-# A large answer the cache does not hold goes out compressed in pieces of this many bytes.
-STREAM_PIECE_BYTES = 512 * 1024
 
 
 class Packer(Protocol):
-    """A compressor fed piece by piece: what it has written so far, then the rest."""
+    """A compressor fed piece by piece."""
 
-    def compress(self, data: bytes) -> bytes: ...
+    def compress(self, data: bytes) -> bytes:
+        """What it has written of `data` so far (it may keep some for later)."""
+        ...
 
-    def flush(self) -> bytes: ...
+    def sync(self) -> bytes:
+        """All it kept, the stream left open: the client can decode everything so far."""
+        ...
+
+    def end(self) -> bytes:
+        """All it kept, and the end of the stream."""
+        ...
+
+
+class ZstdPacker:
+    def __init__(self) -> None:
+        self._compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
+
+    def compress(self, data: bytes) -> bytes:
+        return self._compressor.compress(data)
+
+    def sync(self) -> bytes:
+        return self._compressor.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+
+    def end(self) -> bytes:
+        return self._compressor.flush()
 
 
 class BrotliPacker:
@@ -60,7 +82,10 @@ class BrotliPacker:
     def compress(self, data: bytes) -> bytes:
         return self._compressor.process(data)
 
-    def flush(self) -> bytes:
+    def sync(self) -> bytes:
+        return self._compressor.flush()
+
+    def end(self) -> bytes:
         return self._compressor.finish()
 
 
@@ -68,23 +93,37 @@ class BrotliPacker:
 # zlib's level 1 in about a quarter of its time (6.34 MB at n = 256, d = 64: 2.66 MB in
 # ~25 ms, against 2.75 MB in ~90 ms; zlib's Huffman coding alone, 2.88 MB in ~45 ms, also
 # took the client twice as long to inflate). All three let go of the GIL while they work.
+class GzipPacker:
+    def __init__(self) -> None:
+        self._compressor = isal_zlib.compressobj(ISAL_GZIP_LEVEL, isal_zlib.DEFLATED, 31)
+
+    def compress(self, data: bytes) -> bytes:
+        return self._compressor.compress(data)
+
+    def sync(self) -> bytes:
+        return self._compressor.flush(isal_zlib.Z_SYNC_FLUSH)
+
+    def end(self) -> bytes:
+        return self._compressor.flush()
+
+
 PACKERS: dict[str, Callable[[], Packer]] = {
-    "zstd": lambda: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj(),
+    "zstd": ZstdPacker,
     "br": BrotliPacker,
-    "gzip": lambda: isal_zlib.compressobj(ISAL_GZIP_LEVEL, isal_zlib.DEFLATED, 31),
+    "gzip": GzipPacker,
 }
 
 
 def packed(encoding: str, body: bytes) -> bytes:
     """`body` compressed in one go."""
     packer = PACKERS[encoding]()
-    return packer.compress(body) + packer.flush()
+    return packer.compress(body) + packer.end()
 
 
 def packed_piece(packer: Packer, piece: bytes, last: bool) -> bytes:
-    """What `packer` writes for the next `piece` of a body (and its end when `last`)."""
-    out = packer.compress(piece)
-    return out + packer.flush() if last else out
+    """What `packer` writes for the next `piece` of a body, all of it (a compressor holds
+    on to up to a few hundred kB otherwise), and the body's end when `last`."""
+    return packer.compress(piece) + (packer.end() if last else packer.sync())
 
 
 COMPRESSIBLE = (b"application/json", b"text/", b"application/javascript", b"image/svg+xml")
@@ -141,9 +180,42 @@ class Kept:
                 self.size -= len(plain) + len(packed)
 
 
+class Pieces:
+    """A body compressed piece by piece in the compression thread, each piece sent as soon as
+    it is compressed (chunked) by a task of its own: the loop hands the next piece over while
+    the one before is being compressed, so the thread never waits for the loop's sending."""
+
+    def __init__(self, encoding: str, send: Send) -> None:
+        self.packer = PACKERS[encoding]()
+        self.send = send
+        self.compressed: asyncio.Queue[tuple[asyncio.Future[bytes], bool]] = asyncio.Queue()
+        self.sender = asyncio.ensure_future(self.send_all())
+
+    async def push(self, piece: bytes, last: bool) -> None:
+        """Have `piece` compressed (the body's end when `last`; then wait until all is sent)."""
+        self.compressed.put_nowait((compress_soon(packed_piece, self.packer, piece, last), last))
+        if last:
+            await self.sender
+
+    async def send_all(self) -> None:
+        last = False
+        while not last:
+            future, last = await self.compressed.get()
+            packed = await future
+            if packed or last:  # a compressor may keep a short piece for later
+                message = {"type": "http.response.body", "body": packed, "more_body": not last}
+                await self.send(message)
+        trim_when_idle()  # what the compressors freed goes back once the work stops
+
+    def stop(self) -> None:
+        """The answer ended without its last piece (an error): stop sending."""
+        self.sender.cancel()
+
+
 class LargeAnswers:
-    """Pure ASGI middleware: one-shot answers of `thread_above` bytes or more, compressed in
-    a worker thread (see the module docstring)."""
+    """Pure ASGI middleware: answers of `thread_above` bytes or more, and streamed answers
+    whose first piece is that large, compressed in the compression thread (see the module
+    docstring)."""
 
     def __init__(self, app: ASGIApp, thread_above: int, keep_bytes: int) -> None:
         self.app = app
@@ -160,18 +232,23 @@ class LargeAnswers:
             await self.app(scope, receive, send)
             return
         start: Message | None = None
+        pieces: Pieces | None = None  # once the answer is being compressed piece by piece
 
         async def compress_large(message: Message) -> None:
-            nonlocal start
+            nonlocal start, pieces
             if message["type"] == "http.response.start":
                 start = message  # held until the body says how large it is
+                return
+            more = message.get("more_body", False)
+            if pieces is not None:
+                await pieces.push(message.get("body", b""), last=not more)
                 return
             if start is None:  # already sent
                 await send(message)
                 return
             held, start = start, None
             body = message.get("body", b"")
-            if message.get("more_body") or len(body) < self.thread_above or not eligible(held):
+            if len(body) < self.thread_above or not eligible(held):
                 await send(held)
                 await send(message)
                 return
@@ -179,51 +256,33 @@ class LargeAnswers:
             headers["Content-Encoding"] = encoding
             headers.add_vary_header("Accept-Encoding")
             in_cache = scope.get("state", {}).get(HELD, False)
-            # A GET answer (HEAD is served as GET) keeps its Content-Length, which HEAD shows.
-            if not in_cache and scope["method"] != "GET":  # never replayed: streamed
+            # An answer never replayed is streamed, but a whole GET answer (HEAD is served as
+            # GET) keeps its Content-Length, which HEAD shows.
+            if more or (not in_cache and scope["method"] != "GET"):
                 del headers["Content-Length"]
                 await send({**held, "headers": headers.raw})
-                await self.stream(body, encoding, send)
+                pieces = Pieces(encoding, send)
+                if more:
+                    await pieces.push(body, last=False)
+                    return
+                for offset in range(0, len(body), PIECE_BYTES):
+                    last = offset + PIECE_BYTES >= len(body)
+                    await pieces.push(body[offset : offset + PIECE_BYTES], last)
                 return
             whole = self.kept.get(body, encoding) if in_cache else None
             if whole is None:
-                whole = await run_work(packed, encoding, body)
+                whole = await compress_soon(packed, encoding, body)
                 if in_cache:
                     self.kept.put(body, encoding, whole)
             headers["Content-Length"] = str(len(whole))
             await send({**held, "headers": headers.raw})
             await send({"type": "http.response.body", "body": whole})
 
-        await self.app(scope, receive, compress_large)
-
-    @staticmethod
-    async def stream(body: bytes, encoding: str, send: Send) -> None:
-        """`body` compressed piece by piece by one job of the work thread, each piece handed
-        to the event loop and sent as soon as it is written: the client reads and decodes the
-        first pieces while the rest are being compressed."""
-        loop = asyncio.get_running_loop()
-        pieces: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
-
-        def compress_all() -> None:
-            try:
-                packer = PACKERS[encoding]()
-                for offset in range(0, len(body), STREAM_PIECE_BYTES):
-                    last = offset + STREAM_PIECE_BYTES >= len(body)
-                    piece = body[offset : offset + STREAM_PIECE_BYTES]
-                    loop.call_soon_threadsafe(pieces.put_nowait, packed_piece(packer, piece, last))
-            except BaseException as error:  # handed to the loop, which raises it
-                loop.call_soon_threadsafe(pieces.put_nowait, error)
-
-        job = asyncio.ensure_future(run_work(compress_all))
         try:
-            for _ in range(0, len(body), STREAM_PIECE_BYTES):
-                piece = await pieces.get()
-                if isinstance(piece, BaseException):
-                    raise piece
-                await send({"type": "http.response.body", "body": piece, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+            await self.app(scope, receive, compress_large)
         finally:
-            await job
+            if pieces is not None and not pieces.sender.done():
+                pieces.stop()
 
 
 def eligible(start: Message) -> bool:

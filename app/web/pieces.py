@@ -8,18 +8,25 @@ block one orjson call. Joined, the pieces are exactly the bytes of `json_io.dump
 same options, numpy arrays written directly, wide integers as floats).
 
 `PiecesResponse` writes them in the work thread (app/web/work.py), in arrival order with the
-other heavy work, and the event loop sends each piece as soon as it is written; the
-compression layer (app/web/middleware/compression.py) compresses each piece in a thread of
-its own while the next is written: the work thread, the compression thread and the client's
-decoder each use a core at the same time. An answer that fits in one piece is sent in one go,
-with its Content-Length; a longer one goes out chunked, without it.
+other heavy work, and the event loop sends each piece as soon as it is written, so that the
+client reads and decodes while the server still writes. When the compression layer
+(app/web/middleware/compression.py) has chosen an encoding, it leaves a packer in the
+request's state (`PACKER`); the work thread then compresses each piece right after writing
+it, and each body message carries the compressed bytes (under `PACKED`) beside the plain
+ones, which the response cache keeps. Compressing there rather than in another Python thread
+spares the two threads waiting on each other for the GIL at every piece: the compressors let
+go of it while they work, so the loop sends meanwhile, and zstd's compresses in a thread of
+its own, without the GIL, while the work thread writes the next piece.
+
+An answer that fits in one piece is sent in one go, with its Content-Length; a longer one goes
+out chunked, without it.
 """
 
 import asyncio
 import dataclasses
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import orjson
@@ -35,6 +42,19 @@ from app.web.work import run_work
 PIECE_BYTES = 256 * 1024
 
 Part = bytes | memoryview
+# The request state's key for a function making the packer to compress the pieces with
+# (set by the compression layer), and a body message's key for the compressed bytes.
+PACKER = "pieces_packer"
+PACKED = "attention_lab.packed_body"
+
+
+class Packer(Protocol):
+    """A compressor fed piece by piece."""
+
+    def pack(self, piece: bytes, last: bool) -> bytes:
+        """The compressed bytes the client can have once it has `piece` (the whole rest of
+        the stream when `last`)."""
+        ...
 
 
 def json_parts(value: Any, piece_bytes: int) -> Iterator[Part]:
@@ -94,7 +114,10 @@ def json_pieces(value: Any, piece_bytes: int = PIECE_BYTES) -> Iterator[bytes]:
     yield b"".join(parts)
 
 
-END = object()  # what the work thread hands over after the last piece
+class Written(NamedTuple):
+    piece: bytes
+    packed: bytes | None  # the piece compressed, when there is a packer
+    last: bool
 
 
 class PiecesResponse(Response):
@@ -110,20 +133,31 @@ class PiecesResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
-        written: asyncio.Queue[Any] = asyncio.Queue()
+        written: asyncio.Queue[Written | Exception] = asyncio.Queue()
         stop = threading.Event()  # set when the answer is no longer wanted
+        new_packer: Callable[[], Packer] | None = scope.get("state", {}).get(PACKER)
 
         def write() -> None:
             try:
+                packer = new_packer() if new_packer is not None else None
+
+                def hand_over(piece: bytes, last: bool) -> None:
+                    packed = packer.pack(piece, last) if packer is not None else None
+                    loop.call_soon_threadsafe(written.put_nowait, Written(piece, packed, last))
+
+                held: bytes | None = None  # one piece behind, to know which is the last
                 for piece in json_pieces(self.content, PIECE_BYTES):
                     if stop.is_set():
                         return
-                    loop.call_soon_threadsafe(written.put_nowait, piece)
-                loop.call_soon_threadsafe(written.put_nowait, END)
+                    if held is not None:
+                        hand_over(held, last=False)
+                    held = piece
+                assert held is not None  # json_pieces writes at least one piece
+                hand_over(held, last=True)
             except Exception as error:  # handed to the loop, which raises it
                 loop.call_soon_threadsafe(written.put_nowait, error)
 
-        async def next_piece() -> Any:
+        async def next_piece() -> Written:
             piece = await written.get()
             if isinstance(piece, Exception):
                 raise piece
@@ -131,19 +165,20 @@ class PiecesResponse(Response):
 
         job = asyncio.ensure_future(run_work(write))
         try:
-            first, piece = await next_piece(), await next_piece()
-            streamed = piece is not END
+            piece = await next_piece()
             headers = MutableHeaders(raw=list(self.raw_headers))
-            if not streamed:  # all in one piece
-                headers["Content-Length"] = str(len(first))
+            if piece.last:  # all in one piece
+                headers["Content-Length"] = str(len(piece.piece))
             start = {"type": "http.response.start", "status": self.status_code}
             await send({**start, "headers": headers.raw})
-            await send({"type": "http.response.body", "body": first, "more_body": streamed})
-            while piece is not END:
-                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            while True:
+                message = {"type": "http.response.body", "body": piece.piece}
+                if piece.packed is not None:
+                    message[PACKED] = piece.packed
+                await send({**message, "more_body": not piece.last})
+                if piece.last:
+                    return
                 piece = await next_piece()
-            if streamed:
-                await send({"type": "http.response.body", "body": b""})
         finally:
             stop.set()
             await asyncio.shield(job)

@@ -9,9 +9,10 @@ worth of Python; WORKERS gives more processes), handed out first come, first ser
 the loop only reads, routes and writes: large request bodies validated, long heads computed
 and serialized.
 
-Compression has one thread of its own (`compress_soon`), apart from the work threads: the
-compressors (zstd, Brotli, ISA-L's gzip) let go of the GIL while they work, so a large answer
-is compressed on the second core while the work thread writes its next piece (app/web/pieces.py).
+The compression of large one-shot answers has a thread of its own (`compress_soon`), apart
+from the work threads: the compressors (zstd, Brotli, ISA-L's gzip) let go of the GIL while
+they work, so that it runs on the other core beside the next request's work. (An answer
+written in pieces is compressed by the work thread as it writes it: app/web/pieces.py.)
 
 The work has a thread limit of its own, apart from anyio's default pool, where FastAPI runs
 sync routes and Starlette reads static files: a stylesheet never queues behind a 6 MB answer.

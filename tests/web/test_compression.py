@@ -3,7 +3,7 @@ worker thread and kept compressed for the cache's replays; what is already encod
 
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import brotli
 import orjson
@@ -20,6 +20,7 @@ from app.web import pieces
 from app.web.json_io import dumps
 from app.web.middleware import compression as comp
 from app.web.middleware.compression import Kept, chosen_encoding
+from app.web.pieces import Packer
 
 DECODE = {
     "zstd": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
@@ -115,16 +116,23 @@ def test_compressed_copies_are_kept_only_of_answers_the_cache_holds(settings: Se
     assert kept.size == 0
 
 
-def recorded_packing(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The thread of each call of packed_piece (one per piece compressed)."""
+def recorded_packing(monkeypatch: pytest.MonkeyPatch, table: str) -> list[str]:
+    """The thread of each piece compressed by the packers of `comp.<table>`."""
     threads: list[str] = []
-    piece = comp.packed_piece
 
-    def spy(packer: comp.Packer, data: bytes, last: bool) -> bytes:
-        threads.append(threading.current_thread().name)
-        return piece(packer, data, last)
+    class Recorded:
+        def __init__(self, packer: Packer) -> None:
+            self.packer = packer
 
-    monkeypatch.setattr(comp, "packed_piece", spy)
+        def pack(self, piece: bytes, last: bool) -> bytes:
+            threads.append(threading.current_thread().name)
+            return self.packer.pack(piece, last)
+
+    def recorded(make: Callable[[], Packer]) -> Callable[[], Packer]:
+        return lambda: Recorded(make())
+
+    packers = {encoding: recorded(make) for encoding, make in getattr(comp, table).items()}
+    monkeypatch.setattr(comp, table, packers)
     return threads
 
 
@@ -132,12 +140,13 @@ STREAMING = Settings(freeze_gc=False, compress_in_thread_bytes=32_000, response_
 
 
 @pytest.mark.parametrize("encoding", ["identity", "zstd", "br", "gzip"])
-def test_a_long_head_is_compressed_and_sent_while_its_next_pieces_are_written(
+def test_a_long_head_is_compressed_piece_by_piece_as_it_is_written_and_sent_meanwhile(
     monkeypatch: pytest.MonkeyPatch, encoding: str
 ) -> None:
-    """The work thread waits before its third piece until compressed bytes have gone out:
-    the pieces before it were compressed in the compression thread and sent meanwhile."""
-    packing = recorded_packing(monkeypatch)
+    """The work thread compresses each piece it writes. With gzip, Brotli and no encoding
+    each piece leaves at once: the work thread waits before its third piece until bytes
+    have gone out. zstd's worker thread sends its output as its jobs end."""
+    packing = recorded_packing(monkeypatch, "WRITERS_PACKERS")
     monkeypatch.setattr(pieces, "PIECE_BYTES", 64 * 1024)
     sent_some = threading.Event()
     waited: list[bool] = []
@@ -147,7 +156,7 @@ def test_a_long_head_is_compressed_and_sent_while_its_next_pieces_are_written(
     def slow_after_two(value: object, piece_bytes: int) -> Iterator[bytes]:
         for index, piece in enumerate(written(value, piece_bytes)):
             writers.append(threading.current_thread().name)
-            if index == 2:
+            if index == 2 and encoding != "zstd":
                 waited.append(sent_some.wait(timeout=10))
             yield piece
 
@@ -166,14 +175,13 @@ def test_a_long_head_is_compressed_and_sent_while_its_next_pieces_are_written(
         loop_thread = client.portal.call(lambda: threading.current_thread().name)
         sent, packed = raw_post(client, BIG, encoding)
         expected = dumps(compute_attention(AttentionRequest(**BIG), STREAMING))
-    assert waited == [True]
+    assert waited == ([] if encoding == "zstd" else [True])
     assert sent == encoding
     assert (packed if encoding == "identity" else DECODE[encoding](packed)) == expected
     assert len(writers) > 4
     assert loop_thread not in writers
     if encoding != "identity":
-        assert len(packing) == len(writers) + 1  # each piece, then the end
-        assert set(packing) == {"compression_0"}
+        assert packing == writers  # each piece compressed in the work thread that wrote it
         assert len(packed) < 0.5 * len(expected)
 
 
@@ -181,7 +189,7 @@ def test_a_long_head_is_compressed_and_sent_while_its_next_pieces_are_written(
 def test_a_large_answer_made_in_one_go_is_compressed_and_streamed_in_pieces(
     monkeypatch: pytest.MonkeyPatch, encoding: str
 ) -> None:
-    packing = recorded_packing(monkeypatch)
+    packing = recorded_packing(monkeypatch, "PACKERS")
     monkeypatch.setattr(comp, "PIECE_BYTES", 64 * 1024)
     heads = {"tokens": [f"t{i}" for i in range(64)], "d_model": 32, "heads": 2}  # ~650 kB
     with TestClient(create_app(STREAMING)) as client:
@@ -197,6 +205,20 @@ def test_a_large_answer_made_in_one_go_is_compressed_and_streamed_in_pieces(
     assert len(packed) < 0.5 * len(plain.content)
     assert len(packing) == -(-len(plain.content) // (64 * 1024))  # one call per piece
     assert set(packing) == {"compression_0"}
+
+
+@pytest.mark.parametrize("worker", [False, True])
+def test_zstd_pieces_decode_to_the_whole_body_with_or_without_its_worker_thread(
+    worker: bool,
+) -> None:
+    body = dumps(compute_attention(AttentionRequest(**BIG), STREAMING))
+    packer = comp.ZstdPacker(worker=worker)
+    cuts = range(0, len(body), 50_000)
+    packed = [packer.pack(body[i : i + 50_000], last=i == cuts[-1]) for i in cuts]
+    assert DECODE["zstd"](b"".join(packed)) == body
+    if not worker:  # each piece flushed: the client can decode all of it at once
+        decoder = zstandard.ZstdDecompressor().decompressobj()
+        assert decoder.decompress(packed[0]) == body[:50_000]
 
 
 def test_kept_compressed_bytes_stay_within_their_bound_counting_the_plain_answer() -> None:

@@ -80,7 +80,7 @@ def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
     200 either way: a half-typed number is a normal moment of editing, not a failed request
     (its messages carry data-problems). `fragment=results` leaves the controls out."""
     if fragment:
-        context = {**lab_context(page), "with_editor": fragment != "results"}
+        context = lab_context(page, with_editor=fragment != "results")
         return templates.TemplateResponse(request, "lab/_fragment.html", context)
     if page.action and page.ok:
         target = Classroom.from_request(request).location(f"/?{page.query}")

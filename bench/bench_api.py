@@ -12,7 +12,8 @@ actually sent and how large. Goals at n = 256, d = 64: ≤ 2.0 × the floor for 
 accepts zstd, ≤ 3.0 × for a gzip-only client, and no encoding more than 20 % slower than
 identity over loopback.
 
-    .venv/bin/python bench/bench_api.py
+    .venv/bin/python bench/bench_api.py          # every case
+    .venv/bin/python bench/bench_api.py 256      # only n = 256
 """
 
 import os
@@ -21,6 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the floor runs numpy as th
 
 import http.client
 import statistics
+import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -180,7 +182,8 @@ def round_trip(
     return b"".join(decoded), sent, size
 
 
-def main() -> None:
+def main(only: set[int]) -> None:
+    cases = [case for case in CASES if not only or case[0] in only]
     with running_app() as port:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -188,7 +191,7 @@ def main() -> None:
         print(f"load average before: {load} on {os.cpu_count()} CPUs")
         header = f"{'n':>4} {'d':>3} {'request':>9} {'response':>9} {'floor':>8}"
         print(header + "".join(f" {e:>15}" for e in ENCODINGS))
-        for n, d, repeats in CASES:
+        for n, d, repeats in cases:
             body = request_body(n, d)
             plain, _, _ = round_trip(conn, body, "identity")
             sent = {e: round_trip(conn, body, e)[1:] for e in ENCODINGS}
@@ -208,7 +211,8 @@ def main() -> None:
                 + ", ".join(f"{e} → {got} {size / 1e3:.0f} kB" for e, (got, size) in sent.items())
             )
         conn.close()
+        print(f"load average after: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
-    main()
+    main({int(arg) for arg in sys.argv[1:]})

@@ -48,19 +48,25 @@ ZSTD_JOB_BYTES = 512 * 1024  # the least input zstd's worker compresses at once
 
 
 class ZstdPacker:
-    """zstd; with `worker`, zstd compresses in a thread of its own (no GIL there), so that
-    `pack` mostly hands the piece over and returns what is already compressed."""
+    """zstd; with `worker`, an answer of more than one piece is compressed by zstd in a
+    thread of its own (no GIL there), so that `pack` mostly hands the piece over and returns
+    what is already compressed, while the caller writes the next piece."""
 
     def __init__(self, worker: bool = False) -> None:
-        # zstd's smallest job, so that its output follows the pieces closely.
-        threads = {"threads": 1, "job_size": ZSTD_JOB_BYTES} if worker else {}
-        params = zstandard.ZstdCompressionParameters.from_level(ZSTD_LEVEL, **threads)
-        self._compressor = zstandard.ZstdCompressor(compression_params=params).compressobj()
-        # With a worker, flushing each piece would wait for it: its output comes with the
-        # pieces after.
-        self._each = zstandard.COMPRESSOBJ_FLUSH_BLOCK if not worker else None
+        self.worker = worker
+        self._compressor: zstandard.ZstdCompressionObj | None = None  # made by the first piece
+        self._each: int | None = None  # how each piece is flushed
 
     def pack(self, piece: bytes, last: bool) -> bytes:
+        if self._compressor is None:
+            worker = self.worker and not last
+            # zstd's smallest job, so that its output follows the pieces closely.
+            threads = {"threads": 1, "job_size": ZSTD_JOB_BYTES} if worker else {}
+            params = zstandard.ZstdCompressionParameters.from_level(ZSTD_LEVEL, **threads)
+            self._compressor = zstandard.ZstdCompressor(compression_params=params).compressobj()
+            # With a worker, flushing each piece would wait for it: its output comes with
+            # the pieces after.
+            self._each = None if worker else zstandard.COMPRESSOBJ_FLUSH_BLOCK
         out = self._compressor.compress(piece)
         if last:
             return out + self._compressor.flush()

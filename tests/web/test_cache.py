@@ -1,6 +1,7 @@
 """The response cache: opt-in per route, bounded in bytes, least recently used out first,
 one per app, replayed before routing."""
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -13,6 +14,7 @@ from app.settings import Settings
 from app.web.middleware.cache import (
     ENTRY_OVERHEAD,
     Answer,
+    CachedAnswers,
     ResponseCache,
     cacheable,
     entry_bytes,
@@ -167,3 +169,37 @@ def test_a_zero_budget_turns_caching_off(make_client: Callable[..., TestClient])
     client = make_client(response_cache_bytes=0)
     client.post("/api/attention", json={})
     assert client.app.state.response_cache.entries == {}
+
+
+def test_an_answer_sent_in_pieces_past_an_entry_is_sent_whole_and_not_kept() -> None:
+    cache = ResponseCache(max_bytes=10_000, max_entry_bytes=1_000)
+    pieces = [bytes([65 + i]) * 600 for i in range(3)]  # 1,800 bytes: over one entry
+    offered: list[int] = []  # the sizes of the answers offered to the cache
+    put = cache.put
+    cache.put = lambda key, answer: offered.append(len(answer.body)) or put(key, answer)
+
+    async def streaming(scope: dict, receive: Callable, send: Callable) -> None:
+        scope["state"]["cacheable"] = True
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for i, piece in enumerate(pieces):
+            await send({"type": "http.response.body", "body": piece, "more_body": i < 2})
+
+    async def run() -> list[bytes]:
+        sent: list[bytes] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.body":
+                sent.append(message["body"])
+
+        scope = {"type": "http", "method": "POST", "path": "/p", "query_string": b"",
+                 "headers": [(b"content-length", b"2")], "state": {}}  # fmt: skip
+        await CachedAnswers(streaming, cache)(scope, receive, send)
+        return sent
+
+    assert asyncio.run(run()) == pieces
+    assert offered == []  # the pieces were let go past an entry's size, never joined
+    assert cache.entries == {}
+    assert cache.routes == {("POST", "/p")}  # known as cacheable: a small answer would be kept

@@ -116,7 +116,7 @@ class CachedAnswers:
             receive = replay(body, receive)
 
         received: list[bytes] = []
-        sent: list[bytes] = []
+        sent: list[bytes] | None = []  # None once the answer is too large to hold
         start: dict[str, Message] = {}
 
         async def tee_receive() -> Message:
@@ -126,15 +126,22 @@ class CachedAnswers:
             return message
 
         async def keep_send(message: Message) -> None:
+            nonlocal sent
             if message["type"] == "http.response.start":
                 start["message"] = message
             elif message["type"] == "http.response.body" and start["message"]["status"] == 200:
-                sent.append(message.get("body", b""))
+                if sent is not None:
+                    sent.append(message.get("body", b""))
+                    # An answer sent in pieces stops being kept once it outgrows an entry:
+                    # no joining of megabytes on the loop for the cache to refuse.
+                    if sum(map(len, sent)) > self.cache.max_entry_bytes:
+                        sent = None
                 if not message.get("more_body", False) and scope.get("state", {}).get("cacheable"):
                     self.cache.routes.add((scope["method"], scope["path"]))
-                    answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
-                    if self.cache.put(key or cache_key(scope, b"".join(received)), answer):
-                        scope["state"][HELD] = True
+                    if sent is not None:
+                        answer = Answer(tuple(start["message"].get("headers", [])), b"".join(sent))
+                        if self.cache.put(key or cache_key(scope, b"".join(received)), answer):
+                            scope["state"][HELD] = True
             await send(message)
 
         # The body is kept as it is read, unless it was read above (then it is in the key).

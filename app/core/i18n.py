@@ -20,8 +20,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
+import numpy as np
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import get_decimal_symbol, get_group_symbol
@@ -139,18 +141,31 @@ def format_number(
     from here: app/core/formatting.py writes that.
 
     Floats are rounded as Python rounds them; past 2⁵³, and for integers, the digits are
-    exact (10³⁰ FLOPs keeps all 31)."""
+    exact (10³⁰ FLOPs keeps all 31). Many numbers at once: format_numbers."""
+    # The tables' numbers the short way: a Python float below 2⁵³ (NaN and ±∞ fail the
+    # test) with fixed decimals and no other option.
+    plain = digits is not None and not (trim or signed or scientific)
+    if plain and type(value) is float and -(2**53) < value < 2**53:
+        text = _fixed(value, f",.{digits}f")
+    else:
+        text = _general(value, digits, trim=trim, signed=signed, scientific=scientific)
+    marks = _marks(_locale.get())
+    return text if marks is None else text.translate(marks)
+
+
+def _fixed(value: float, spec: str) -> str:
+    """A finite float with Python's grouping and decimals; a true minus sign, and none on a
+    number that reads 0 (−0.000 is 0.000)."""
+    text = format(value, spec)
+    if text[0] == "-":
+        return "−" + text[1:] if text.strip("-0.,") else text[1:]
+    return text
+
+
+def _general(value: Any, digits: int | None, *, trim: bool, signed: bool, scientific: bool) -> str:
+    """format_number in Python's marks ("1,234.5"), for every value and option."""
     if value is None:
         return "−∞"
-    # The tables' numbers, thousands on a page, the short way: a Python float below 2⁵³
-    # (NaN and ±∞ fail the test) with fixed decimals and no other option.
-    plain = digits is not None and not (trim or signed or scientific)
-    if plain and type(value) is float and abs(value) < 2**53:
-        text = f"{value:,.{digits}f}"
-        if text[0] == "-":  # a true minus sign, and none on a number that reads 0
-            text = "−" + text[1:] if text.strip("-0.,") else text[1:]
-        marks = _marks(_locale.get())
-        return text if marks is None else text.translate(marks)
     if hasattr(value, "item"):  # a numpy scalar: its Python int or float
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -170,15 +185,67 @@ def format_number(
         text = text.rstrip("0").rstrip(".")
     if text.strip("0.,").partition("e")[0] != "" and (value < 0 or signed):
         text = ("−" if value < 0 else "+") + text
+    return text
+
+
+def format_numbers(values: Iterable[float | None], digits: int = 3) -> list[str]:
+    """format_number(v, digits) of every value, in one pass: a page's thousand numbers cost a
+    fraction of a microsecond each, and the locale's marks are put in once for all of them."""
+    values = values.ravel().tolist() if isinstance(values, np.ndarray) else list(values)
+    if not values:
+        return []
+    text = _lines(values, digits)
     marks = _marks(_locale.get())
-    return text if marks is None else text.translate(marks)
+    return (text if marks is None else text.translate(marks)).split("\n")[1:]
+
+
+def _lines(values: list[Any], digits: int) -> str:
+    """The values as format_number writes them, in Python's marks, each after a newline. A
+    run of finite floats below 2⁵³ (a table's numbers, as a rule) is written by one call of
+    str.format, its minus signs made true ones and its negative zeros plain zeros after."""
+    spec = f",.{digits}f"
+    if not all(type(v) is float and -(2**53) < v < 2**53 for v in values):
+        return "".join(
+            "\n"
+            + (
+                _fixed(v, spec)
+                if type(v) is float and -(2**53) < v < 2**53
+                else _general(v, digits, trim=False, signed=False, scientific=False)
+            )
+            for v in values
+        )
+    text = (("\n{:" + spec + "}") * len(values)).format(*values) + "\n"
+    if "-" in text:
+        zero = f"\n{0.0:{spec}}\n"
+        text = text.replace("-", "−")
+        negative_zero = zero.replace("\n", "\n−", 1)
+        # twice: a replacement takes the newline after it, so of two negative zeros in a row
+        # the first pass finds only the first
+        text = text.replace(negative_zero, zero).replace(negative_zero, zero)
+    return text[:-1]
+
+
+def format_rows(matrix: Any, digits: int = 3) -> list[list[str]]:
+    """format_numbers of every row of a matrix (a numpy array, or rows of numbers and None)."""
+    rows = matrix.tolist() if isinstance(matrix, np.ndarray) else [list(r) for r in matrix]
+    texts = format_numbers(list(chain.from_iterable(rows)), digits)
+    out, start = [], 0
+    for row in rows:
+        out.append(texts[start : start + len(row)])
+        start += len(row)
+    return out
 
 
 def format_vector(values: Iterable[float | None], digits: int = 2) -> str:
     """A vector as the tables print it, [1.00, −0.50]; where the decimal mark is a comma the
     numbers are separated by semicolons, [1,00; −0,50]."""
+    return format_vectors([list(values)], digits)[0]
+
+
+def format_vectors(matrix: Any, digits: int = 2) -> list[str]:
+    """format_vector of every row of a matrix, in one pass."""
     separator = "; " if _symbols(_locale.get())[0] == "," else ", "
-    return "[" + separator.join(format_number(v, digits) for v in values) + "]"
+    return ["[" + separator.join(row) + "]" for row in format_rows(matrix, digits)]
 
 
 def format_size(n_bytes: int) -> str:

@@ -112,9 +112,14 @@ class Classroom:
 
     def view_params(self) -> list[tuple[str, str]]:
         """The parameters every link keeps: the chosen language, presenter mode, embed."""
+        return list(self._view)
+
+    @cached_property
+    def _view(self) -> tuple[tuple[str, str], ...]:
+        """view_params, worked out once: a page builds a hundred links and more with it."""
         lang = _get(self.classroom, "lang")
         kept = [("lang", lang)] if lang in LOCALES else []
-        return kept + [(name, "1") for name in ("present", "embed") if getattr(self, name)]
+        return (*kept, *((name, "1") for name in ("present", "embed") if getattr(self, name)))
 
     def lesson_params(self) -> list[tuple[str, str]]:
         """The lesson as the page shows it: a built-in one by its slug, a teacher's own by its
@@ -144,7 +149,7 @@ class Classroom:
     def link(self, target: str) -> str:
         """A local link that keeps the view (language, presenter mode, embed): every `href`
         to a page of this site is built with it."""
-        return with_params(target, self.view_params())
+        return with_params(target, self._view)
 
     def carried_to(self, target: str) -> list[tuple[str, str]]:
         """What a redirect or a form to `target` carries: the view, and the lesson when it
@@ -184,6 +189,8 @@ class Classroom:
 
 def with_params(target: str, pairs: Pairs) -> str:
     """`target` with the pairs whose names it does not set already (fragment kept)."""
+    if not pairs:  # most links of most pages: nothing to add, nothing to parse
+        return target
     parts = urlsplit(target)
     own = parse_qsl(parts.query, keep_blank_values=True)
     names = {k for k, _ in own}
@@ -232,8 +239,7 @@ class ClassroomMiddleware:
         if lifted:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
-        accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
-        locale = negotiate(_get(lifted, "lang"), accept and accept.decode("latin-1"))
+        locale = request_locale(scope, _get(lifted, "lang"))
 
         async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start" and is_html(message):
@@ -245,6 +251,13 @@ class ClassroomMiddleware:
 
         with use_locale(locale):
             await self.app(scope, receive, send_in_language)
+
+
+def request_locale(scope: Scope, lang: str | None = None) -> str:
+    """The language to serve a request in: its `lang=` parameter (lifted off the query),
+    else its Accept-Language header, else the default."""
+    accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
+    return negotiate(lang, accept and accept.decode("latin-1"))
 
 
 def is_html(start: Message) -> bool:

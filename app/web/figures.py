@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_number, format_rows, gettext
 from app.math.cost import BINARY_UNITS
 
 # Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
@@ -56,10 +56,24 @@ def fmt(value: Any, digits: int = 3) -> str:
     return format_number(None if value is None else float(value), digits)
 
 
-def cell_text(z: np.ndarray, digits: int = 3, hidden_text: str = "−∞") -> list[list[str]]:
-    """Values printed in the cells as the tables print them; hidden (non-finite) entries
-    read `hidden_text`."""
-    return [[fmt(v, digits) if np.isfinite(v) else hidden_text for v in row] for row in z]
+def cell_text(
+    z: np.ndarray,
+    digits: int = 3,
+    hidden_text: str = "−∞",
+    texts: list[list[str]] | None = None,
+) -> list[list[str]]:
+    """Values printed in the cells as the tables print them (`texts`, when the caller has
+    them formatted already); hidden (non-finite) entries read `hidden_text`."""
+    z = np.asarray(z, dtype=float)
+    finite = np.isfinite(z)
+    if texts is None:
+        texts = format_rows(np.where(finite, z, 0.0), digits)  # finite: the one-call way
+    if finite.all():
+        return texts
+    return [
+        [text if shown else hidden_text for text, shown in zip(row, seen, strict=True)]
+        for row, seen in zip(texts, finite.tolist(), strict=True)
+    ]
 
 
 def heatmap(
@@ -73,11 +87,13 @@ def heatmap(
     hover: list[list[str]] | None = None,
     hidden: np.ndarray | None = None,
     hidden_text: str = "−∞",
+    texts: list[list[str]] | None = None,
 ) -> dict[str, Any]:
     """One matrix as a heatmap: rows top to bottom as in the tables. Hidden cells (−∞, or
     where `hidden` is true) are left blank so the grey plot background shows through, and
-    read `hidden_text` when the cells are labelled. z is rounded to 4 decimals: it only
-    picks colours, and the JSON stays small at n = 256."""
+    read `hidden_text` when the cells are labelled (with `texts`, z's numbers as the caller
+    formatted them already). z is rounded to 4 decimals: it only picks colours, and the JSON
+    stays small at n = 256."""
     z = np.asarray(z, dtype=float)
     if hidden is not None:
         z = np.where(hidden, -np.inf, z)
@@ -94,7 +110,7 @@ def heatmap(
     if max(z.shape) <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
     if max(z.shape) <= LABEL_CELLS_UP_TO:
-        trace["text"] = cell_text(z, hidden_text=hidden_text)
+        trace["text"] = cell_text(z, hidden_text=hidden_text, texts=texts)
         trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": CELL_FONT_PX}
     if hover is not None:
@@ -102,10 +118,23 @@ def heatmap(
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     data = [trace]
     layout: dict[str, Any] = {
-        "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-        "xaxis": _axis(gettext("key") if x_title is None else x_title, side="top"),
+        # The title at the top of the figure pushes the plot down (automargin), so that the
+        # key axis's title and tick labels, above the cells, start below it however long the
+        # tokens; the top margin is the least, the rest is what the title and ticks take.
+        "title": {
+            "text": plotly_text(title),
+            "yref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "pad": {"t": 6},
+            "automargin": True,
+        },
+        # Flat, or upright where they do not fit: a slant lets long tokens run into each other.
+        "xaxis": _axis(
+            gettext("key") if x_title is None else x_title, side="top", autotickangles=[0, 90]
+        ),
         "yaxis": _axis(gettext("query") if y_title is None else y_title, autorange="reversed"),
-        "margin": {"l": 40, "r": 10, "t": 80, "b": 50},
+        "margin": {"l": 40, "r": 10, "t": 24, "b": 50},
         "height": 320,
     }
     covered = ~np.isfinite(z)

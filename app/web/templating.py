@@ -7,22 +7,37 @@ language, presenter, embed and lesson state of its URL (app/web/classroom.py).
 
 import math
 from functools import lru_cache
+from numbers import Number
 from typing import Any
 
+import numpy as np
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
 from jinja2.runtime import Context
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app import TEMPLATES_DIR
 from app.core import i18n, limits
 from app.web.assets import PLOTLY_URL, content_hash
-from app.web.classroom import classroom_context, hidden, url
+from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
 from app.web.json_io import dumps
 from app.web.nav import NAV
+
+
+def cells(matrix: Any, digits: int = 3) -> list[list[tuple[str, bool]]]:
+    """A table's numbers formatted in one pass, each with whether it is hidden (None, shown
+    as −∞): what the matrix_table macro prints, without a filter call per cell."""
+    if isinstance(matrix, np.ndarray):
+        texts = i18n.format_rows(matrix.astype(float), digits)
+        return [[(text, False) for text in row] for row in texts]
+    rows = [list(row) for row in matrix]  # numbers, and None where hidden
+    return [
+        [(text, value is None) for text, value in zip(text_row, row, strict=True)]
+        for text_row, row in zip(i18n.format_rows(rows, digits), rows, strict=True)
+    ]
 
 
 def fmt_int(value: Any) -> str:
@@ -80,7 +95,27 @@ def json_data(value: Any) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-environment = Environment(
+DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class PageEnvironment(Environment):
+    """Jinja, with `view.stages` read from a dict without a failed attribute lookup first.
+
+    The view models are plain dicts, and Jinja's `x.name` tries getattr(x, "name") before
+    x["name"]: a raised and caught AttributeError for every dotted name a page prints (a few
+    thousand on /model). A name that is not an attribute of dict would fail that lookup
+    anyway, so reading the key first finds the same value, or the same undefined."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+
+environment = PageEnvironment(
     loader=FileSystemLoader(TEMPLATES_DIR),
     autoescape=select_autoescape(default=True),
     extensions=["jinja2.ext.i18n"],
@@ -88,9 +123,34 @@ environment = Environment(
 environment.install_gettext_callables(  # type: ignore[attr-defined]
     i18n.gettext, i18n.ngettext, newstyle=True
 )
+
+
+def page_gettext(message: str, /, **variables: Any) -> Markup:
+    """`_()` and `gettext()` in a template, as Jinja's new-style gettext does it in an
+    autoescaped page: the translation, always formatted (so that "%%" reads "%") with its
+    variables escaped. Called directly rather than through two context calls and a lookup,
+    with the variables escaped once each: a page calls it hundreds of times."""
+    return Markup(i18n.gettext(message) % _escaped(variables))
+
+
+def page_ngettext(singular: str, plural: str, n: int, /, **variables: Any) -> Markup:
+    """`ngettext()` in a template, the same way; `num` is n unless given."""
+    variables.setdefault("num", n)
+    return Markup(i18n.ngettext(singular, plural, n) % _escaped(variables))
+
+
+def _escaped(variables: dict[str, Any]) -> dict[str, Any]:
+    """Text escaped for HTML; numbers left as numbers, for %(n)d (no number's text needs
+    escaping)."""
+    return {k: v if isinstance(v, Number) else escape(v) for k, v in variables.items()}
+
+
+environment.globals.update(_=page_gettext, gettext=page_gettext, ngettext=page_ngettext)
 environment.filters.update(
     fmt=fmt,
+    cells=cells,
     fmt_vector=i18n.format_vector,
+    fmt_vectors=i18n.format_vectors,
     json_data=json_data,
     figure_data=figure_data,
     fmt_int=fmt_int,
@@ -107,6 +167,7 @@ environment.globals.update(
     hidden=hidden,
     limits=limits,
     address=address,
+    view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])
 

@@ -2,6 +2,7 @@
 concurrent readers in different languages never see each other's words."""
 
 import asyncio
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -17,6 +18,10 @@ from app.core.i18n import (
     accepted_locales,
     catalog_path,
     format_number,
+    format_numbers,
+    format_rows,
+    format_vector,
+    format_vectors,
     gettext,
     negotiate,
     use_locale,
@@ -131,6 +136,30 @@ def test_a_table_number_reads_the_same_by_the_short_way_and_the_general_one(loca
             for digits in (0, 1, 2, 3):
                 short = format_number(float(value), digits)
                 assert short == format_number(np.float64(value), digits), (value, digits)
+
+
+@pytest.mark.parametrize("locale", ["en", "es"])
+def test_many_numbers_at_once_read_as_each_one_alone(locale) -> None:
+    """format_numbers, format_rows and format_vectors (the tables' and figures' bulk way)
+    write every value exactly as format_number and format_vector write it alone."""
+    rng = np.random.default_rng(7)
+    special = [None, math.inf, -math.inf, math.nan, -0.0, -0.0004, 2.0**60, -(2.0**53), 12, -7]
+    values = [*rng.normal(0, 3, 200).tolist(), *rng.normal(0, 1e7, 50).tolist(), *special]
+    matrix = rng.normal(0, 2, (5, 3))
+    with use_locale(locale):
+        floats = [-0.0, -0.0004, -0.0001, 0.5, -0.0, *values[:250], -1e-9, -(2.0**53) + 1]
+        for digits in (0, 2, 3, 6):
+            for numbers in (values, floats):  # with special values, and floats alone
+                alone = [format_number(v, digits) for v in numbers]
+                assert format_numbers(numbers, digits) == alone
+                assert format_numbers(np.array(numbers, dtype=object), digits) == alone
+        assert format_rows(matrix, 3) == [[format_number(float(v), 3) for v in r] for r in matrix]
+        assert format_rows([[1.5, None]], 1) == [[format_number(1.5, 1), "−∞"]]
+        separator = "; " if locale == "es" else ", "
+        vectors = ["[" + separator.join(format_number(v, 2) for v in r) + "]" for r in matrix]
+        assert format_vectors(matrix) == vectors
+        assert [format_vector(row) for row in matrix] == vectors
+        assert format_numbers([]) == []
 
 
 def test_python_strings_translate_in_the_current_locale() -> None:

@@ -217,14 +217,16 @@ def cost_panel(n: int) -> dict[str, Any]:
     }
 
 
-def lab_context(page: LabPage) -> dict[str, Any]:
-    """Everything templates/lab.html and its fragment show."""
+def lab_context(page: LabPage, with_editor: bool = True) -> dict[str, Any]:
+    """Everything templates/lab.html and its fragment show (the fragment of a live edit
+    leaves the controls out, so their contents are not built for it)."""
     n = len(page.result.tokens)
     return {
         "page": page,
         "result": page.result,
         "view": head_stages(page.result.head()),
-        "editor": lab_editor(page),
+        "with_editor": with_editor,
+        "editor": lab_editor(page) if with_editor else None,
         "presets": PRESETS,
         "cost": cost_panel(n),
         "demo": page.demo,

@@ -96,6 +96,17 @@ def page_link(page: ModelPageParams, **changes: Any) -> str:
     return "/model?" + urlencode({k: v for k, v in state.items() if v is not None}, doseq=True)
 
 
+def head_links(page: ModelPageParams, layers: int, heads: int) -> list[list[str]]:
+    """page_link(page, layer=a, head=b) for every head of the model, the rest of the query
+    encoded once rather than 72 times."""
+    text = urlencode({"text": page.text})
+    rest = page_link(page, text=None, layer=None, head=None).partition("?")[2]
+    tail = "&" + rest if rest else ""
+    return [
+        [f"/model?{text}&layer={a}&head={b}{tail}" for b in range(heads)] for a in range(layers)
+    ]
+
+
 def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, Any]:
     """Every head's weights at the shown positions as one grid of thumbnails (pooled over
     neighbouring pieces for long inputs), with role badges and veils over the heads that
@@ -164,10 +175,7 @@ def model_view(
         "lines": line_view(result, line_heads, page.start),
         "ranking": ranking_view(result),
         "off": {f"{a}.{b}" for a, b in result.ablate},
-        "links": [
-            [page_link(page, layer=a, head=b, query=None) for b in range(result.model.heads)]
-            for a in range(result.model.layers)
-        ],
+        "links": head_links(page, result.model.layers, result.model.heads),
     }
     view["all_on"] = page_link(page, off=[])
     view["lines_links"] = {

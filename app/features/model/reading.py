@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_number, format_numbers, gettext
 from app.features.model.service import ModelResult
 from app.math.roles import LABELS, POSITION_THRESHOLD, SPECIAL_THRESHOLD, broad_threshold
 from app.web.figures import heatmap, plotly_text
@@ -271,33 +271,32 @@ def line_view(result: ModelResult, heads: Sequence[tuple[int, int]], start: int)
     row_h, top, left, right, width = 22, 30, 150, 410, 560
     y = {i: top + row_h * k for k, i in enumerate(window)}
     lines = []
+    label = gettext("%(q)s → %(k)s: %(w)s (%(head)s)")
     for colour_index, (layer, head) in enumerate(heads):
-        w = result.weights[layer, head]
-        colour = HEAD_COLOURS[colour_index]
-        for i in window:
-            for j in window:
-                weight = float(w[i, j])
-                if weight < LINE_MIN_WEIGHT:
-                    continue
-                lines.append(
-                    {
-                        "q": i,
-                        "k": j,
-                        "y1": y[i],
-                        "y2": y[j],
-                        "w": weight,
-                        "width": round(0.5 + 5 * weight, 2),
-                        "opacity": round(min(1.0, 0.15 + 0.85 * weight), 3),
-                        "colour": colour,
-                        "label": gettext("%(q)s → %(k)s: %(w)s (%(head)s)")
-                        % {
-                            "q": result.tokens[i],
-                            "k": result.tokens[j],
-                            "w": format_number(weight, 2),
-                            "head": head_name(layer, head),
-                        },
-                    }
-                )
+        w = result.weights[layer, head][np.ix_(window, window)].tolist()
+        drawn = [
+            (i, j, weight)
+            for i, row in zip(window, w, strict=True)
+            for j, weight in zip(window, row, strict=True)
+            if weight >= LINE_MIN_WEIGHT
+        ]
+        colour, name = HEAD_COLOURS[colour_index], head_name(layer, head)
+        texts = format_numbers([weight for _, _, weight in drawn], 2)
+        lines.extend(
+            {
+                "q": i,
+                "k": j,
+                "y1": y[i],
+                "y2": y[j],
+                "w": weight,
+                "width": round(0.5 + 5 * weight, 2),
+                "opacity": round(min(1.0, 0.15 + 0.85 * weight), 3),
+                "colour": colour,
+                "label": label
+                % {"q": result.tokens[i], "k": result.tokens[j], "w": text, "head": name},
+            }
+            for (i, j, weight), text in zip(drawn, texts, strict=True)
+        )
     table = []
     for i in window:
         cells = []

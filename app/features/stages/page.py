@@ -8,11 +8,12 @@ with the macros of templates/stages/_stages.html."""
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from app.core.i18n import gettext
+from app.core.i18n import format_numbers, format_rows, gettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
 from app.web.figures import (
     LABEL_CELLS_UP_TO,
@@ -35,18 +36,53 @@ FULL_TABLES_UP_TO = 32
 MAX_TERMS = 8
 
 
-def short(value: float) -> str:
-    """A factor in a hover sum: 0.5, 1, (−0.34): three decimals at most, no trailing zeros,
-    negatives in parentheses so that "×" and "+" read unambiguously."""
-    text = fmt(value, 3)
+def short_text(text: str) -> str:
+    """A table number (three decimals) as a factor in a hover sum: 0.5, 1, (−0.34): no
+    trailing zeros, negatives in parentheses so that "×" and "+" read unambiguously."""
     text = text.rstrip("0").rstrip(".") if "." in text else text
     return f"({text})" if text.startswith("−") else text
+
+
+def short(value: float) -> str:
+    return short_text(fmt(value, 3))
 
 
 def shorts(matrix: Any) -> list[list[str]]:
     """short() of every entry, once: a hover sum uses each factor in many cells (q_i in a
     whole row of Q·Kᵀ, v_j in every output row)."""
-    return [[short(v) for v in row] for row in np.asarray(matrix, dtype=float).tolist()]
+    return [[short_text(t) for t in row] for row in format_rows(np.asarray(matrix, dtype=float))]
+
+
+class HeadTexts:
+    """The numbers of one head as its hover text writes them, each matrix formatted once
+    (in one pass: a small head's hover text holds about a thousand numbers)."""
+
+    def __init__(self, result: OneHead) -> None:
+        self.result = result
+
+    def _rows(self, name: str) -> list[list[str]]:
+        return format_rows(np.asarray(getattr(self.result, name), dtype=float))
+
+    @cached_property
+    def scores(self) -> list[list[str]]:
+        return self._rows("scores")
+
+    @cached_property
+    def scaled(self) -> list[list[str]]:
+        return self._rows("scaled")
+
+    @cached_property
+    def weights(self) -> list[list[str]]:
+        return self._rows("weights")
+
+    @cached_property
+    def output(self) -> list[list[str]]:
+        return self._rows("output")
+
+    @cached_property
+    def factors(self) -> dict[str, list[list[str]]]:
+        """short() of q, k, v and the weights: the factors of the hover sums."""
+        return {name: shorts(getattr(self.result, name)) for name in ("q", "k", "v", "weights")}
 
 
 def _products(left: Sequence[str], right: Sequence[str]) -> str:
@@ -65,49 +101,45 @@ def scale_label(result: OneHead) -> str:
     return "1"
 
 
-def dot_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
+def dot_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
-    q, k, scores = shorts(result.q), shorts(result.k), result.scores
+    q, k, scores = texts.factors["q"], texts.factors["k"], texts.scores
     return [
         [
-            f"q_{ti} · k_{tj} = {_products(q[i], k[j])} = {fmt(scores[i, j])}"
+            f"q_{ti} · k_{tj} = {_products(q[i], k[j])} = {scores[i][j]}"
             for j, tj in enumerate(tokens)
         ]
         for i, ti in enumerate(tokens)
     ]
 
 
-def scaled_hover(result: OneHead, dots: list[list[str]]) -> list[list[str]]:
+def scaled_hover(texts: HeadTexts, dots: list[list[str]]) -> list[list[str]]:
     """The dot product, then ", ÷ √2 = 0.707"."""
-    scaled = np.asarray(result.scaled, dtype=float)
-    by = scale_label(result)
+    by = scale_label(texts.result)
     return [
-        [f"{text}, ÷ {by} = {fmt(scaled[i, j])}" for j, text in enumerate(row)]
-        for i, row in enumerate(dots)
+        [f"{text}, ÷ {by} = {scaled}" for text, scaled in zip(row, texts_row, strict=True)]
+        for row, texts_row in zip(dots, texts.scaled, strict=True)
     ]
 
 
-def masked_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
+def masked_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
-    scaled = np.asarray(result.scaled, dtype=float)
-    allowed = np.asarray(result.allowed, dtype=bool)
+    allowed = np.asarray(texts.result.allowed, dtype=bool).tolist()
     visible, hidden = gettext("visible"), gettext("hidden by the mask")
     return [
         [
-            f"{ti} → {tj}: {fmt(scaled[i, j])} + 0 = {fmt(scaled[i, j])} ({visible})"
-            if allowed[i, j]
-            else f"{ti} → {tj}: {fmt(scaled[i, j])} + (−∞) = −∞ ({hidden})"
-            for j, tj in enumerate(tokens)
+            f"{ti} → {tj}: {scaled} + 0 = {scaled} ({visible})"
+            if seen
+            else f"{ti} → {tj}: {scaled} + (−∞) = −∞ ({hidden})"
+            for tj, scaled, seen in zip(tokens, row, sees, strict=True)
         ]
-        for i, ti in enumerate(tokens)
+        for ti, row, sees in zip(tokens, texts.scaled, allowed, strict=True)
     ]
 
 
-def weight_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
+def weight_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys."""
-    scaled = np.asarray(result.scaled, dtype=float)
-    allowed = np.asarray(result.allowed, dtype=bool)
-    weights = np.asarray(result.weights, dtype=float)
+    allowed = np.asarray(texts.result.allowed, dtype=bool)
     rows = []
     for i, ti in enumerate(tokens):
         visible = np.flatnonzero(allowed[i])
@@ -115,42 +147,45 @@ def weight_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
             none = gettext("%(query)s sees no key: its weights are all 0") % {"query": ti}
             rows.append([none for _ in tokens])
             continue
+        scaled, weights = texts.scaled[i], texts.weights[i]
         if visible.size <= 4:
-            total = "(" + " + ".join(f"e^{fmt(scaled[i, j])}" for j in visible) + ")"
+            total = "(" + " + ".join(f"e^{scaled[j]}" for j in visible) + ")"
         else:
             total = gettext("Σ over its %(n)d visible keys") % {"n": visible.size}
+        hidden = gettext("hidden key, weight 0")
         rows.append(
             [
-                f"{ti} → {tj}: e^{fmt(scaled[i, j])} / {total} = {fmt(weights[i, j])}"
+                f"{ti} → {tj}: e^{scaled[j]} / {total} = {weights[j]}"
                 if allowed[i, j]
-                else f"{ti} → {tj}: " + gettext("hidden key, weight 0")
+                else f"{ti} → {tj}: {hidden}"
                 for j, tj in enumerate(tokens)
             ]
         )
     return rows
 
 
-def weighted_hover(query: QueryBreakdown, v: np.ndarray) -> list[list[str]]:
+def weighted_hover(texts: HeadTexts, query: QueryBreakdown) -> list[list[str]]:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
+    v = texts.factors["v"]
+    weights = format_numbers([float(row.weight) for row in query.rows])
+    values = format_rows(np.array([row.weighted_value for row in query.rows], dtype=float))
     return [
         [
-            f"{fmt(row.weight)} × v_{row.key_token}[{d}] = {fmt(row.weight)} × "
-            f"{short(v[row.key_index, d])} = {fmt(value)}"
-            for d, value in enumerate(row.weighted_value)
+            f"{weight} × v_{row.key_token}[{d}] = {weight} × {v[row.key_index][d]} = {value}"
+            for d, value in enumerate(row_values)
         ]
-        for row in query.rows
+        for row, weight, row_values in zip(query.rows, weights, values, strict=True)
     ]
 
 
-def output_hover(result: OneHead, tokens: Sequence[str]) -> list[list[str]]:
+def output_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
-    weights = shorts(result.weights)
-    columns = [list(column) for column in zip(*shorts(result.v), strict=True)]  # v[:, d]
-    output = np.asarray(result.output, dtype=float)
+    weights = texts.factors["weights"]
+    columns = [list(column) for column in zip(*texts.factors["v"], strict=True)]  # v[:, d]
     return [
         [
-            f"out_{ti}[{d}] = {_products(weights[i], column)} = {fmt(output[i, d])}"
-            for d, column in enumerate(columns)
+            f"out_{ti}[{d}] = {_products(weights[i], column)} = {output}"
+            for d, (column, output) in enumerate(zip(columns, texts.output[i], strict=True))
         ]
         for i, ti in enumerate(tokens)
     ]
@@ -186,7 +221,14 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
     hover = n <= HOVER_ARITHMETIC_UP_TO and n * n * width <= HOVER_TERMS_UP_TO
     full = n <= FULL_TABLES_UP_TO
     by = scale_label(result)
-    dots = dot_hover(result, tokens) if hover else None
+    texts = HeadTexts(result)
+    dots = dot_hover(texts, tokens) if hover else None
+
+    def labelled(name: str) -> list[list[str]] | None:
+        """The matrix's numbers for the cells of its heatmap, when they are printed there."""
+        small = max(np.shape(getattr(result, name))) <= LABEL_CELLS_UP_TO
+        return getattr(texts, name) if small else None
+
     weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
 
     def square(name: str, caption: str) -> dict[str, Any]:
@@ -201,7 +243,15 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
         {
             "name": "scores",
             "title": "Q·Kᵀ",
-            "fig": heatmap(result.scores, tokens, tokens, "Q·Kᵀ", "diverging", hover=dots),
+            "fig": heatmap(
+                result.scores,
+                tokens,
+                tokens,
+                "Q·Kᵀ",
+                "diverging",
+                hover=dots,
+                texts=labelled("scores"),
+            ),
             "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
         },
         {
@@ -213,7 +263,8 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 tokens,
                 f"÷ {by}",
                 "diverging",
-                hover=scaled_hover(result, dots) if dots else None,
+                hover=scaled_hover(texts, dots) if dots else None,
+                texts=labelled("scaled"),
             ),
             "table": square("scaled", f"Q·Kᵀ ÷ {by}"),
         },
@@ -226,8 +277,9 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 tokens,
                 "+ M",
                 "diverging",
-                hover=masked_hover(result, tokens) if hover else None,
+                hover=masked_hover(texts, tokens) if hover else None,
                 hidden=~allowed,
+                texts=labelled("scaled"),
             ),
             "table": square("masked", gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)")),
         },
@@ -239,9 +291,10 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 tokens,
                 tokens,
                 gettext("softmax weights"),
-                hover=weight_hover(result, tokens) if hover else None,
+                hover=weight_hover(texts, tokens) if hover else None,
                 hidden=~allowed,
                 hidden_text="0",
+                texts=labelled("weights"),
             ),
             "table": square(
                 "weights", gettext("Softmax weights: each row sums to 1 (0 if it sees no key)")
@@ -258,7 +311,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 "diverging",
                 x_title=gettext("value dimension"),
                 y_title=gettext("key"),
-                hover=weighted_hover(query, v) if hover else None,
+                hover=weighted_hover(texts, query) if hover else None,
                 hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
                 hidden_text="0",
             ),
@@ -279,7 +332,8 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
                 gettext("output = weights · V"),
                 "diverging",
                 x_title=gettext("output dimension"),
-                hover=output_hover(result, tokens) if hover else None,
+                hover=output_hover(texts, tokens) if hover else None,
+                texts=labelled("output"),
             ),
             "table": _table(
                 result.output, tokens, dims, gettext("Output = weights · V, one row per token")

@@ -13,8 +13,9 @@ from fastapi.testclient import TestClient
 
 from app.core.limits import MAX_LINE_HEADS
 from app.features.model import store as model_store
-from app.features.model.page import strongest_keys
+from app.features.model.page import head_links, page_link, strongest_keys
 from app.features.model.reading import HEAD_COLOURS
+from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
 from app.web.figures import heatmap_grid
 
 SENTENCE = "The cat sat on the mat."
@@ -136,6 +137,17 @@ def test_grid_tiles_every_head_with_gaps_and_marks_the_selected_one() -> None:
     assert min(x_axis["tickfont"]["size"], y_axis["tickfont"]["size"]) >= 10
     # The ranges are the cells' own, so the numbers outside them do not widen the axes.
     assert (x_axis["range"], y_axis["range"]) == ([-0.5, 7.5], [4.5, -0.5])
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"text": "a & b?", "hide_special": True, "off": ["1.2", "3.4"], "compare": "x y",
+          "role": "broad", "lines": ["0.1"], "start": 40}],
+)  # fmt: skip
+def test_head_links_are_the_page_links_of_every_head(changes) -> None:
+    page = ModelPageParams.model_validate({**MODEL_PAGE_DEFAULTS, **changes})
+    links = head_links(page, 6, 12)
+    assert links == [[page_link(page, layer=a, head=b) for b in range(12)] for a in range(6)]
 
 
 def test_strongest_keys_average_over_queries() -> None:

@@ -167,12 +167,14 @@ def edit_to_redraw(browser: Browser, base: str, n: int) -> tuple[float, float, f
     return shown, every, cpu_ms
 
 
-# Watches the page while real keys arrive: the time of the last key, and of the frame after
-# each redraw (live.js counts its swaps in data-live-redraws).
+# Watches the page while real keys arrive: the time of the last key (when it reached the
+# page, event.timeStamp, so a key held up behind a redraw counts from its arrival), and of the
+# frame after each redraw (live.js counts a swap in data-live-redraws once its figures on
+# screen are drawn).
 WATCH_TYPING = """() => {
   const root = document.documentElement;
   window.__bench = { lastKey: 0, lastDraw: 0, draws: 0 };
-  document.addEventListener("keydown", () => { window.__bench.lastKey = performance.now(); }, true);
+  document.addEventListener("keydown", (e) => { window.__bench.lastKey = e.timeStamp; }, true);
   new MutationObserver(() => {
     requestAnimationFrame(() => {
       window.__bench.lastDraw = performance.now();
@@ -182,12 +184,24 @@ WATCH_TYPING = """() => {
 }"""
 
 
-def typing_lab(browser: Browser, base: str, n: int = 16) -> tuple[float, int]:
-    """Median ms from the last of ten keys to the frame after the final redraw, and how many
-    redraws the ten keys cost (median)."""
+# Where the final redraw's time went (static/js/live.js records its last update): from the
+# last key to the swap (the debounce, or the request and parsing if they took longer), the
+# request and the parsing alone (asked for at the key, they overlap the debounce), swapping
+# the answer in, drawing the figures on screen.
+LAST_UPDATE = """() => {
+  const u = window.AttentionLab.lastUpdate, s = window.AttentionLab.lastSwap;
+  return [u.answered, u.fetch, u.parse, s.dom, s.figures];
+}"""
+PARTS = ("to the swap", "request", "parse", "swap", "figures")
+
+
+def typing_lab(browser: Browser, base: str, n: int = 16) -> tuple[float, int, list[float]]:
+    """Median ms from the last of ten keys to the frame after the final redraw, how many
+    redraws the ten keys cost (median), and the median of each part of the last update."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
     page = context.new_page()
     results: list[tuple[float, int]] = []
+    parts: list[list[float]] = []
     for round_ in range(ROUNDS + 1):
         page.goto(lab_url(n))
         wait_until_drawn(page)
@@ -212,8 +226,11 @@ def typing_lab(browser: Browser, base: str, n: int = 16) -> tuple[float, int]:
         bench = page.evaluate("window.__bench")
         if round_ > 0:  # the first round warms plotly and the server up
             results.append((bench["lastDraw"] - bench["lastKey"], bench["draws"]))
+            parts.append(page.evaluate(LAST_UPDATE))
     context.close()
-    return statistics.median(r[0] for r in results), int(statistics.median(r[1] for r in results))
+    typed = statistics.median(r[0] for r in results)
+    medians = [statistics.median(p[i] for p in parts) for i in range(len(PARTS))]
+    return typed, int(statistics.median(r[1] for r in results)), medians
 
 
 def edit_to_picture(browser: Browser, base: str, url: str, field: str, values: list[str]) -> float:
@@ -285,10 +302,12 @@ def edits_and_bytes(browser: Browser, base: str) -> None:
 
 
 def live_figures(browser: Browser, base: str) -> None:
-    typed, draws = typing_lab(browser, base)
+    typed, draws, parts = typing_lab(browser, base)
     print(f"Typing ten keys at {KEY_MS} ms into the lab's text field, n = 16")
     print(f"  last key to final redraw {typed:7.1f} ms  (≤ 150 ms), median of {ROUNDS}")
     print(f"  redraws for the ten keys {draws:7d}")
+    spent = ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
+    print(f"  the last update, median ms: {spent}")
     print(f"Edit-to-picture, median of {ROUNDS}")
     # The last word changes (the seed would also redraw the √d_k panel, which is not a head).
     words = " ".join(f"w{i}" for i in range(15))

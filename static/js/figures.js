@@ -1,7 +1,8 @@
 // Draws every figure on the page from its JSON data block. No attention arithmetic here:
 // the server computed the figure; this file only hands it to plotly.js.
-// A figure on screen is drawn at once; the others when they come near it or when
-// the browser is next idle, whichever is first. A figure whose data did not change is left.
+// The figures on screen are drawn at once, in one go unless a key is waiting (then it is
+// handled between two figures); the others when they come near the screen or when the
+// browser is next idle, whichever is first. A figure whose data did not change is left.
 "use strict";
 
 (function () {
@@ -34,6 +35,7 @@
   }
   const CELL_TEXT_MIN_PX = 10; // a cell number smaller than this is left to the hover text
   const MARGIN = 200; // px around the viewport that count as "near"
+  const IDLE_MS = 20; // an idle moment at least this long (ms) has room for one figure
   const pending = new Map(); // plot element → JSON text still to draw
   const observer = "IntersectionObserver" in window
     ? new IntersectionObserver(function (entries) {
@@ -79,10 +81,10 @@
 
   // Cell numbers stay readable: each keeps its font size (22 px in presenter mode) or, where
   // the cells are too narrow for it at the figure's width, is left to the hover text.
-  function fits(trace, el, layout, size) {
+  function fits(trace, plotWidth, layout, size) {
     const columns = Array.isArray(trace.x) ? trace.x.length : (trace.z[0] || []).length;
     const margin = layout.margin || {};
-    const width = (el.clientWidth || 300) - (margin.l || 70) - (margin.r || 10) - 40;
+    const width = plotWidth - (margin.l || 70) - (margin.r || 10) - 40;
     const longest = (trace.text || []).reduce(function (m, row) {
       return Math.max(m, row.reduce(function (k, t) { return Math.max(k, String(t).length); }, 0));
     }, 0);
@@ -92,11 +94,11 @@
   // Token labels given one per cell (tickvals) stay legible at their font size: where the
   // cells are smaller than the font, each run of neighbouring labels keeps every k-th from its
   // first (a block of small multiples starts a run); the hover text still names every cell.
-  function thinTicks(layout, data, el) {
+  function thinTicks(layout, data, el, width) {
     const trace = data[0];
     if (!trace || trace.type !== "heatmap" || !trace.z || !trace.z.length) return layout;
     const margin = layout.margin || {};
-    const across = ((el.clientWidth || 300) - (margin.l || 0) - (margin.r || 0) - 80) / trace.z[0].length;
+    const across = (width - (margin.l || 0) - (margin.r || 0) - 80) / trace.z[0].length;
     const down = ((layout.height || 300) - (margin.t || 0) - (margin.b || 0)) / trace.z.length;
     const cell = Math.max(1, Math.min(across, down)); // the cells are square where they are anchored
     const out = Object.assign({}, layout);
@@ -142,7 +144,7 @@
     return out;
   }
 
-  function traces(data, el, layout) {
+  function traces(data, width, layout) {
     const present = presenting();
     return data.map(function (trace) {
       if (trace.type !== "heatmap") return trace;
@@ -153,29 +155,33 @@
         xgap: gap, ygap: gap, textfont: Object.assign({}, trace.textfont, { size: 22 }),
         colorbar: Object.assign({}, trace.colorbar, { thickness: 24, len: 0.9 }),
       }) : trace;
-      if (out.texttemplate && !fits(out, el, layout, (out.textfont || {}).size || 12)) {
+      if (out.texttemplate && !fits(out, width, layout, (out.textfont || {}).size || 12)) {
         return Object.assign({}, out, { texttemplate: "" });
       }
       return out;
     });
   }
 
-  function render(el) {
+  // `measured`: the plot's width read before any figure was drawn (see draw); without it the
+  // width is read now, which lays out what the figures drawn before it changed.
+  function render(el, measured) {
     const text = pending.get(el);
     pending.delete(el);
     if (observer) observer.unobserve(el);
     if (text === undefined || !el.isConnected || el.drawnFrom === text) return;
     el.drawnFrom = text;
+    const width = measured || el.clientWidth || 300;
     const fig = JSON.parse(text);
     // Only the layout changed (an outline moved to the selected head): the traces already
     // drawn are handed back as they are, so plotly.react sees the same data and redraws
     // only what the layout changed instead of computing every heatmap again.
-    const dataText = JSON.stringify([fig.data, fig.layout.margin]); // what traces() reads
+    const dataText = JSON.stringify([fig.data, fig.layout.margin, width]); // what traces() reads
     if (el.drawnData !== dataText) {
       el.drawnData = dataText;
-      el.drawnTraces = traces(fig.data, el, fig.layout);
+      el.drawnTraces = traces(fig.data, width, fig.layout);
     }
-    window.Plotly.react(el, el.drawnTraces, thinTicks(themed(fig.layout), fig.data, el), config())
+    const layout = thinTicks(themed(fig.layout), fig.data, el, width);
+    window.Plotly.react(el, el.drawnTraces, layout, config())
       .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }
 
@@ -187,28 +193,74 @@
   }
 
   // One figure per idle moment, more while the moment lasts: an edit is never kept waiting
-  // behind a queue of off-screen drawing.
+  // behind a queue of off-screen drawing. A moment too short for a figure (the time left
+  // before the next frame, right after an edit's figures were drawn) is let go, so that the
+  // frame showing them is not held up; after the idle callback's timeout it is drawn anyway.
   function drawRest(deadline) {
+    if (deadline && !deadline.didTimeout && deadline.timeRemaining() < IDLE_MS) {
+      later(drawRest);
+      return;
+    }
     const next = pending.keys().next();
     if (next.done) return;
     render(next.value);
-    if (deadline && deadline.timeRemaining() > 20) drawRest(deadline);
+    if (deadline && deadline.timeRemaining() > IDLE_MS) drawRest(deadline);
     else if (pending.size) later(drawRest);
   }
 
-  function draw(root) {
-    if (!window.Plotly) return;
-    const plots = Array.from((root || document).querySelectorAll("[data-figure]"));
-    // Measure every position first, then draw: reading a position after plotly has changed
-    // the page would make the browser lay the whole page out again, once per figure.
-    const nearby = plots.map(function (el) { return !observer || near(el); });
+  // The figures on screen still to draw (with the width each had before any was drawn), and
+  // what to call once they are drawn.
+  let onScreen = [];
+  let whenShown = [];
+  const scheduling = navigator.scheduling;
+  const keyWaiting = scheduling && scheduling.isInputPending
+    ? function () { return scheduling.isInputPending(); } : function () { return false; };
+  const nextTask = (function () {
+    const channel = new MessageChannel(); // a task at once (a nested setTimeout waits 4 ms)
+    channel.port1.onmessage = function () { drawOnScreen(); };
+    return function () { channel.port2.postMessage(null); };
+  })();
+
+  // A key that is waiting goes first: the figures left are drawn in the next task, from the
+  // newest data by then (a newer answer's data replaces the older in `pending`).
+  function drawOnScreen() {
+    while (onScreen.length) {
+      const next = onScreen.shift();
+      render(next.el, next.width);
+      if (onScreen.length && keyWaiting()) {
+        nextTask();
+        return;
+      }
+    }
+    const callbacks = whenShown;
+    whenShown = [];
+    callbacks.forEach(function (shown) { shown(); });
+  }
+
+  // Draws the figures in `roots` (an element or a list of them; the page by default) and
+  // calls `shown` once those on screen are drawn.
+  function draw(roots, shown) {
+    if (shown) whenShown.push(shown);
+    const plots = window.Plotly ? [].concat(roots || document).flatMap(function (root) {
+      return Array.from(root.querySelectorAll("[data-figure]"));
+    }) : [];
+    // Measure every position and width first, then draw: reading one after plotly has changed
+    // the page would make the browser lay the page out again, once per figure.
+    const nearby = plots.map(function (el) {
+      return !observer || near(el) ? { el: el, width: el.clientWidth } : null;
+    });
+    const busy = onScreen.length > 0; // a key interrupted the last drawing: it goes on
     plots.forEach(function (el, i) {
       const block = document.getElementById(el.dataset.figure);
       if (!block) return;
       pending.set(el, block.textContent);
-      if (nearby[i]) render(el);
-      else observer.observe(el);
+      if (!nearby[i]) observer.observe(el);
+      else {
+        onScreen = onScreen.filter(function (o) { return o.el !== el; });
+        onScreen.push(nearby[i]);
+      }
     });
+    if (!busy) drawOnScreen();
     if (pending.size) later(drawRest);
   }
 

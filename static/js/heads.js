@@ -13,6 +13,7 @@
 
   const heads = window.AttentionLab.live({
     form: "heads-form",
+    early: true,
     url: function (params) { return "/heads?" + params.toString(); },
     // A 422 (an input that cannot be used) brings the sentences saying so; the form stays as
     // typed, since the server's copy of it would be the defaults.

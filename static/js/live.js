@@ -3,12 +3,15 @@
 // this file asks for that rendering, swaps in the parts that changed, and keeps the address
 // bar and the header's links equal to the state.
 //
-//   AttentionLab.live({ form, url, regions, delay, address, done }) → { update(job) }
+//   AttentionLab.live({ form, url, regions, delay, early, address, done }) → { update(job) }
 //     form     id of the form whose input/change/submit events ask for an update
 //     update   asks for the form's state; a job { url, push: true } asks for that URL instead
 //              (a step link) and adds it to the history rather than replacing the entry
 //     url      (params) → the URL to fetch for the form's state (default: action + params)
 //     params   (form, submitter) → URLSearchParams of the state (default: the form's fields)
+//     early    a key asks at once and its answer waits out the debounce, instead of the
+//              request waiting for it (for pages whose answers are quick to compute); a key
+//              within a run of quick keys still waits, so the page is redrawn once they stop
 //     regions  ids of the elements to take from the answer (the same ids on the page), or
 //              (doc, job) → those ids
 //     address  (doc, url) → the URL for the address bar, or null to leave it
@@ -25,7 +28,8 @@
 //     under way, and an answer that is not the newest is ignored;
 //   - the element that has focus is never replaced or moved: its ancestors are kept and only
 //     their other children are swapped, so focus, caret and selection survive every update;
-//   - a drawn plot is kept and redrawn in place (plotly.react) from its new data block.
+//   - a drawn plot is kept and redrawn in place (plotly.react) from its new data block; a swap
+//     is counted (data-live-redraws) once the figures on screen show it.
 "use strict";
 
 (function () {
@@ -94,6 +98,7 @@
     else old.replaceWith(fresh);
   }
 
+  // A swap is counted in data-live-redraws once its figures on screen are drawn too.
   function swap(doc, ids) {
     const swapped = [];
     const t0 = performance.now();
@@ -102,15 +107,17 @@
       const old = document.getElementById(id);
       if (!fresh || !old) return;
       swapOne(old, document.adoptNode(fresh));
-      swapped.push(document.getElementById(id));
+      if (document.getElementById(id)) swapped.push(document.getElementById(id));
     });
     const t1 = performance.now();
-    if (window.AttentionLab.drawFigures) {
-      swapped.forEach(function (el) { if (el) window.AttentionLab.drawFigures(el); });
-    }
-    window.AttentionLab.lastSwap = { dom: t1 - t0, draw: performance.now() - t1 };
-    redraws += 1;
-    document.documentElement.dataset.liveRedraws = String(redraws);
+    const shown = function () {
+      // How long the last swap took, by part (read by bench/bench_page.py).
+      window.AttentionLab.lastSwap = { dom: t1 - t0, figures: performance.now() - t1 };
+      redraws += 1;
+      document.documentElement.dataset.liveRedraws = String(redraws);
+    };
+    if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped, shown);
+    else shown();
     return swapped;
   }
 
@@ -167,6 +174,13 @@
     let ticket = 0;
     let pending = null;
     let owed = null; // the job whose answer is not on the page yet (merged with newer ones)
+    // early: a key asks at once and its answer waits out the debounce (instead of the request
+    // waiting for it), for pages whose answer is quick to compute.
+    const early = Boolean(options.early);
+    let held = null; // (show?) → settles the answer that waits for the debounce
+    let lastEdit = -Infinity;
+    let asking = 0; // ms the last answer took to come (the request) and to be parsed
+    let drawing = 0; // ms the last answer took to swap in and draw
     const merge = options.merge || function (older, newer) { return newer; };
 
     function form() { return document.getElementById(formId); }
@@ -177,15 +191,38 @@
       return action.pathname + "?" + params.toString();
     }
 
+    // `doc`: the answer, parsed (as soon as it came: an answer that waits out the debounce
+    // is ready to swap in when it ends).
+    function show(job, url, doc, timing) {
+      if (owed === job) owed = null;
+      const t1 = performance.now();
+      const ids = typeof options.regions === "function" ? options.regions(doc, job) : options.regions;
+      const address = options.address ? options.address(doc, url) : url; // before the swap
+      // How long the last update took up to the swap, by part (read by bench/bench_page.py;
+      // lastSwap has the rest): from the edit to the swap, the request, the parsing.
+      window.AttentionLab.lastUpdate = Object.assign({ answered: t1 - (job.at || t1) }, timing);
+      swap(doc, ids); // swap moves the answer's parts out of `doc`
+      if (address) {
+        if (job.push) window.history.pushState(null, "", address);
+        else window.history.replaceState(null, "", address);
+        followState();
+      }
+      if (options.done) options.done(doc, job);
+      asking = timing.fetch + timing.parse;
+      drawing = performance.now() - t1;
+      return true;
+    }
+
     function run(job) {
       const f = form();
       if (!f) return Promise.resolve(false);
       const url = job.url || urlFor(paramsOf(f, job.submitter, job));
       const mine = ++ticket;
+      if (held) held(false); // a newer request: the answer kept for the older one is dropped
+      held = null;
       if (pending) pending.abort();
       pending = new AbortController();
       const t0 = performance.now();
-      let t1 = 0;
       const headers = { Accept: "text/html", "X-Live-Update": "1" };
       return fetch(url, { signal: pending.signal, headers: headers })
         .then(function (response) {
@@ -195,30 +232,18 @@
           return response.text().then(function (html) { return [html, status]; });
         })
         .then(function (answer) {
-          const html = answer[0];
-          // A newer edit is on its way (sent, or waiting for the next key): drawing this
-          // answer would only hold the page up while the reader types.
-          if (mine !== ticket || waiting) return false;
-          if (owed === job) owed = null;
-          t1 = performance.now();
-          const doc = new DOMParser().parseFromString(html, "text/html");
+          if (mine !== ticket) return false; // a newer edit was sent
+          // While the reader may still be typing (the debounce), drawing would only hold the
+          // page up: an answer asked for early waits for the debounce to end.
+          if (waiting && !job.early) return false;
+          const t1 = performance.now();
+          const doc = new DOMParser().parseFromString(answer[0], "text/html");
           doc.liveStatus = answer[1]; // 422: the answer says what to fix
-          const ids = typeof options.regions === "function"
-            ? options.regions(doc, job) : options.regions;
-          const address = options.address ? options.address(doc, url) : url; // before the
-          const t2 = performance.now();
-          swap(doc, ids); // swap moves the answer's parts out of `doc`
-          // How long the last update took, by part (read by bench/bench_page.py).
-          window.AttentionLab.lastUpdate = {
-            fetch: t1 - t0, parse: t2 - t1, swapAndDraw: performance.now() - t2,
-          };
-          if (address) {
-            if (job.push) window.history.pushState(null, "", address);
-            else window.history.replaceState(null, "", address);
-            followState();
-          }
-          if (options.done) options.done(doc, job);
-          return true;
+          const timing = { fetch: t1 - t0, parse: performance.now() - t1 };
+          if (!waiting) return show(job, url, doc, timing);
+          return new Promise(function (resolve) {
+            held = function (go) { resolve(go && show(job, url, doc, timing)); };
+          });
         })
         .catch(function (error) {
           if (error.name === "AbortError") return false;
@@ -233,12 +258,27 @@
       clearTimeout(timer);
       waiting = false;
       owed = owed ? merge(owed, job || {}) : job || {};
+      // When the key reached the page (a key held up behind a redraw counts from then).
+      const now = (job && job.keyAt) || performance.now();
+      const gap = now - lastEdit; // since the edit before this one
+      lastEdit = now;
+      owed.at = now;
       if (owed.now) return run(owed);
       waiting = true;
+      // A key that comes sooner after the last than an answer takes to draw is part of a run
+      // of keys: it asks once the debounce is over, as without `early`, so that the page is
+      // not redrawn between two keys (which would hold the next one up).
+      owed.early = early && gap >= Math.max(delay, asking) + drawing;
+      const asked = owed.early ? run(owed) : null;
       return new Promise(function (resolve) {
         timer = setTimeout(function () {
           waiting = false;
-          resolve(owed ? run(owed) : false);
+          if (asked) {
+            const keep = held;
+            held = null;
+            if (keep) keep(true);
+            resolve(asked);
+          } else resolve(owed ? run(owed) : false);
         }, delay);
       });
     }
@@ -250,8 +290,12 @@
 
     // Keys typed into a field ask on input, after the debounce; selects, boxes and radio
     // buttons ask on change, at once (a choice is made in one go: nothing to wait for).
+    let keyAt = 0; // the time of the key whose input event comes next (none for a paste)
+    document.addEventListener("keydown", function (event) { keyAt = event.timeStamp; }, true);
     document.addEventListener("input", function (event) {
-      if (mine(event) && keyed(event.target)) update({ target: event.target });
+      const at = keyAt;
+      keyAt = 0;
+      if (mine(event) && keyed(event.target)) update({ target: event.target, keyAt: at });
     });
     document.addEventListener("change", function (event) {
       if (mine(event) && !keyed(event.target)) update({ target: event.target, now: true });

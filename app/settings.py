@@ -134,6 +134,17 @@ class Settings(BaseSettings):
         "computed, large answers compressed), in the order requests arrive (app/web/work.py). "
         "One per process is a core's worth of Python; WORKERS adds processes.",
     )
+    page_threads: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Threads that run sync routes (the pages) and read static files at once: "
+        "anyio's default thread limiter, 40 unless set. One renders pages in arrival order; "
+        "forty share the GIL between every page in progress, so each takes as long as all of "
+        "them (bench/bench_students.py, one worker, three runs each after the first 10 s: "
+        "lab edit p99 135–252 ms and /model p99 109–153 ms with 1, 252–458 ms and 373–974 ms "
+        "with 40).",
+    )
     switch_interval_ms: float = Field(
         0.5,
         gt=0,

@@ -85,15 +85,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(HTTPException, handlers.http_error_handler)
     # Middleware, innermost first: the classroom view (language, presenter mode, embed,
     # lesson: lifted off the query for the templates to carry on, inside the cache so that
-    # its key holds them), then app/web/middleware/edge.py's stack: answers kept by the cache
-    # (uncompressed), compression (zstd, br or gzip at fast levels; large answers in a
+    # its key holds them), then app/web/middleware/edge.py's stack: the JSON routes FastAPI
+    # has routed once, called directly (app/web/middleware/direct.py), answers kept by the
+    # cache (uncompressed), compression (zstd, br or gzip at fast levels; large answers in a
     # worker thread and kept compressed; plotly.js arrives already gzipped: the stage
     # matrices are full-precision floats that slower levels shrink only a little more, at
     # several times the time), and the edge: size caps, the request log (ids, timing, the
     # generic answer to an unexpected error) and the security headers on every answer.
     application.add_middleware(ClassroomMiddleware)
     application.add_middleware(
-        edge_stack,  # type: ignore[arg-type]  (a factory of three layers)
+        edge_stack,  # type: ignore[arg-type]  (a factory of four layers)
         settings=settings,
         cache=cache,
     )

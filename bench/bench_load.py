@@ -12,7 +12,9 @@ return a fixed body of the same size, in the same run. Workloads:
   their own states sends, which no cache can answer;
 - `GET /`: the lab page.
 
-Printed: throughput, p50 / p99 latency and errors, and the ratio to the bare app. Goals
+Printed: throughput, p50 / p99 latency and errors, the ratio to the bare app, and the
+server's CPU time per request (user + system, from /proc: on a machine shared with other
+work, the CPU a request costs moves less than the requests per second do). Goals
 (one worker, distinct states): no errors, throughput at least half the bare endpoint's,
 p99 ≤ 150 ms. The figures are printed, not asserted.
 """
@@ -77,6 +79,13 @@ class Result:
     errors: int
     requests: int
     error_kinds: str
+    cpu_us: float = 0.0  # the server's CPU time (user + system) per request
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system), from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def millis(text: str) -> float:
@@ -160,9 +169,11 @@ def main() -> None:
             for app, server in servers.items():
                 if app == "bare" and name == "cached {}":
                     continue  # the bare POST is the same for both API workloads
-                results[(app, name)] = wrk(
-                    server.url + path, lua, args.connections, args.seconds, args.threads
-                )
+                before = cpu_seconds(server.process.pid)
+                result = wrk(server.url + path, lua, args.connections, args.seconds, args.threads)
+                used = cpu_seconds(server.process.pid) - before
+                result.cpu_us = used / max(result.requests, 1) * 1e6
+                results[(app, name)] = result
     finally:
         for server in servers.values():
             server.stop()
@@ -173,7 +184,7 @@ def main() -> None:
         "uvicorn with 1 worker on 127.0.0.1"
     )
     print(f"{'workload':26} {'app':5} {'bytes':>7} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}"
-          f" {'errors':>7} {'vs bare':>8}")  # fmt: skip
+          f" {'errors':>7} {'vs bare':>8} {'CPU µs/req':>11}")  # fmt: skip
     for name, method, path, _ in WORKLOADS:
         base = results[("bare", name)]
         for app in ("lab", "bare"):
@@ -183,7 +194,7 @@ def main() -> None:
             print(
                 f"{method + ' ' + path + ' ' + name:26.26} {app:5} {size:7d} "
                 f"{r.requests_per_s:8.0f} {r.p50_ms:8.1f} {r.p99_ms:8.1f} {r.errors:7d} "
-                f"{ratio:8.2f}  {r.error_kinds}"
+                f"{ratio:8.2f} {r.cpu_us:11.0f}  {r.error_kinds}"
             )
     distinct, bare = results[("lab", "distinct states")], results[("bare", "distinct states")]
     ratio = distinct.requests_per_s / bare.requests_per_s

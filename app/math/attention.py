@@ -58,13 +58,17 @@ def build_mask(
 
 
 def masked_softmax(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Row-wise softmax over the visible keys only.
+    """Row-wise softmax over the visible keys only (see `softmax`)."""
+    return softmax(np.where(allowed, scores, -np.inf))
+
+
+def softmax(masked: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of scores that are −∞ at the hidden keys.
 
     The row maximum is subtracted before exp, so scores of ±1e6 stay finite. Hidden keys
     get exactly 0 (exp(−∞) is 0). A row with no visible key gets all zeros instead of
     0/0 = NaN.
     """
-    masked = np.where(allowed, scores, -np.inf)  # (n, n)
     row_max = masked.max(axis=-1, keepdims=True)  # (n, 1)
     row_max[~np.isfinite(row_max)] = 0.0
     exp = np.exp(masked - row_max)
@@ -103,8 +107,8 @@ def attend(
     scores = q @ k.T  # (n, n)
     scale_factor = float(np.sqrt(q.shape[-1])) if scale else 1.0
     scaled = scores / scale_factor
-    masked = np.where(allowed, scaled, -np.inf)
-    weights = masked_softmax(scaled, allowed)
+    masked = np.where(allowed, scaled, -np.inf)  # scaled + M
+    weights = softmax(masked)
     output = weights @ v  # (n, d_v)
     return HeadStages(q, k, v, scores, scale_factor, scaled, allowed, masked, weights, output)
 

@@ -146,20 +146,21 @@ class Memo:
         self, keys: Sequence[K], make: Callable[[list[K]], list[np.ndarray]]
     ) -> list[np.ndarray]:
         """The array of every key; `make(missing keys)` makes those not held, in one call."""
-        found: dict[Hashable, np.ndarray] = {}
+        entries = self._entries
         with self._lock:
-            for key in keys:
-                if key in self._entries:
-                    self._entries.move_to_end(key)
-                    found[key] = self._entries[key]
-        missing = list(dict.fromkeys(key for key in keys if key not in found))
-        if missing:
-            made = make(missing)
-            for values in made:
-                values.flags.writeable = False
-            found.update(zip(missing, made, strict=True))
-            self._keep(missing, made)
-        return [found[key] for key in keys]
+            held = [entries.get(key) for key in keys]
+            for key, values in zip(keys, held, strict=True):
+                if values is not None:
+                    entries.move_to_end(key)
+        if all(values is not None for values in held):
+            return held  # type: ignore[return-value]  (none is None)
+        missing = list(dict.fromkeys(k for k, v in zip(keys, held, strict=True) if v is None))
+        made = make(missing)
+        for values in made:
+            values.flags.writeable = False
+        self._keep(missing, made)
+        new = dict(zip(missing, made, strict=True))
+        return [new[k] if v is None else v for k, v in zip(keys, held, strict=True)]
 
     def _keep(self, keys: list[K], made: list[np.ndarray]) -> None:
         with self._lock:

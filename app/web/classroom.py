@@ -239,8 +239,7 @@ class ClassroomMiddleware:
         if lifted:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
-        accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
-        locale = negotiate(_get(lifted, "lang"), accept and accept.decode("latin-1"))
+        locale = request_locale(scope, _get(lifted, "lang"))
 
         async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start" and is_html(message):
@@ -252,6 +251,13 @@ class ClassroomMiddleware:
 
         with use_locale(locale):
             await self.app(scope, receive, send_in_language)
+
+
+def request_locale(scope: Scope, lang: str | None = None) -> str:
+    """The language to serve a request in: its `lang=` parameter (lifted off the query),
+    else its Accept-Language header, else the default."""
+    accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
+    return negotiate(lang, accept and accept.decode("latin-1"))
 
 
 def is_html(start: Message) -> bool:

@@ -118,10 +118,23 @@ def heatmap(
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     data = [trace]
     layout: dict[str, Any] = {
-        "title": {"text": plotly_text(title), "y": 0.98, "yanchor": "top"},
-        "xaxis": _axis(gettext("key") if x_title is None else x_title, side="top"),
+        # The title at the top of the figure pushes the plot down (automargin), so that the
+        # key axis's title and tick labels, above the cells, start below it however long the
+        # tokens; the top margin is the least, the rest is what the title and ticks take.
+        "title": {
+            "text": plotly_text(title),
+            "yref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "pad": {"t": 6},
+            "automargin": True,
+        },
+        # Flat, or upright where they do not fit: a slant lets long tokens run into each other.
+        "xaxis": _axis(
+            gettext("key") if x_title is None else x_title, side="top", autotickangles=[0, 90]
+        ),
         "yaxis": _axis(gettext("query") if y_title is None else y_title, autorange="reversed"),
-        "margin": {"l": 40, "r": 10, "t": 80, "b": 50},
+        "margin": {"l": 40, "r": 10, "t": 24, "b": 50},
         "height": 320,
     }
     covered = ~np.isfinite(z)

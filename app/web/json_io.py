@@ -19,6 +19,10 @@ endpoint itself (`DirectCall`) instead of through FastAPI's general dependency s
 costs more than the rest of a small request's routing; any other route, and a body that is
 missing or not JSON, goes through FastAPI as before. The route, its URL, its OpenAPI schema
 and its errors are FastAPI's either way.
+
+Such a route with a fixed path, once FastAPI has routed a POST to it, also puts itself
+(`DirectRoute`) in the table of app/web/middleware/direct.py, which then calls it for every
+POST of a JSON body to that path without FastAPI's routing and request layers.
 """
 
 import dataclasses
@@ -37,7 +41,9 @@ from fastapi.routing import APIRoute
 from fastapi.security.base import SecurityBase
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from app.web.middleware.body_limits import is_json
 from app.web.work import run_work
@@ -203,21 +209,94 @@ class JSONRoute(APIRoute):
         overrides = getattr(
             route and route.dependency_overrides_provider, "dependency_overrides", {}
         )
+        known = (
+            DirectRoute(adapter, direct, overrides)
+            if direct is not None and route is not None and fixed_path(route)
+            else None
+        )
 
         async def validate_json_body(request: Request) -> Response:
             request = JSONRequest(request.scope, request.receive)
             body = await request.body()
             if not body or not is_json(request.headers.get("content-type", "").encode("latin-1")):
                 return await handler(request)  # FastAPI's answers to no body or another type
-            if len(body) > INLINE_BYTES:
-                request._json = await run_work(validated, adapter, body)
-            else:
-                request._json = validated(adapter, body)
-            if direct is not None and not overrides:
-                return await direct(request, request._json)
-            return await handler(request)
+            value = await validated_body(request, adapter)
+            if direct is None or overrides:
+                return await handler(request)
+            table = request.scope.get(DIRECT_ROUTES)
+            if known is not None and table is not None:
+                table[request.scope["path"]] = known  # FastAPI resolved it: once is enough
+            return await direct(request, value)
 
         return validate_json_body
+
+
+async def validated_body(request: "JSONRequest", adapter: TypeAdapter[Any]) -> Any:
+    """The request's body as the route's model (in the work thread when it is large), kept
+    as the request's json()."""
+    body = await request.body()
+    if len(body) > INLINE_BYTES:
+        request._json = await run_work(validated, adapter, body)
+    else:
+        request._json = validated(adapter, body)
+    return request._json
+
+
+def fixed_path(route: Any) -> bool:
+    """Whether a route answers one path only, as one POST, with no limit of its own on the
+    body: then the path alone says which route a POST to it reaches."""
+    path = getattr(route, "path", None)
+    return (
+        isinstance(path, str)
+        and "{" not in path
+        and getattr(route, "methods", None) == {"POST"}
+        and getattr(route, "max_body_size", None) is None
+    )
+
+
+# The scope key under which app/web/middleware/direct.py hands its table (path → DirectRoute)
+# to the routes: a JSON route that FastAPI resolved for a POST to a path puts itself there.
+DIRECT_ROUTES = "attention_lab.direct_routes"
+
+
+@dataclasses.dataclass(frozen=True)
+class DirectRoute:
+    """A JSON route called without FastAPI's routing, for a POST of a JSON body to its path:
+    the body validated from its bytes, the endpoint called directly (DirectCall), an error
+    answered by the app's exception handler for it, as FastAPI would have."""
+
+    adapter: TypeAdapter[Any]
+    call: DirectCall
+    overrides: dict[Any, Any]  # the app's dependency_overrides: while any is set, FastAPI's
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = JSONRequest(scope, receive)
+        try:
+            response = await self.call(request, await validated_body(request, self.adapter))
+        except Exception as error:
+            handler = exception_handler(scope["app"], error)
+            if handler is None:
+                raise
+            if inspect.iscoroutinefunction(handler):
+                response = await handler(request, error)
+            else:
+                response = await run_in_threadpool(handler, request, error)
+        await response(scope, receive, send)
+
+
+def exception_handler(app: Any, error: Exception) -> Callable[..., Any] | None:
+    """The app's handler for `error`, found as Starlette's ExceptionMiddleware finds it (an
+    HTTP error's status first, then the error's classes); None for what the server error
+    layer answers (Exception itself, 500)."""
+    handlers = getattr(app, "exception_handlers", {})
+    if isinstance(error, HTTPException) and error.status_code in handlers:
+        return handlers[error.status_code]
+    for kind in type(error).__mro__:
+        if kind is Exception:
+            return None
+        if kind in handlers:
+            return handlers[kind]
+    return None
 
 
 ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS

@@ -17,6 +17,10 @@ connections would make every request, /healthz too, a 503. Here, per connection:
 - beyond `max_concurrent_requests` requests in progress, a new request gets 503 with
   Retry-After, except the health checks, which are cheap and must answer under load.
 
+And every answer's head leaves with its first body bytes, in one write (`HeadWithBody`):
+uvicorn writes the head as soon as the app starts the answer, which costs a second system
+call and a second TCP segment for every small answer.
+
 Everything else (parsing, keep-alive, pipelining, flow control) is uvicorn's.
 """
 
@@ -100,7 +104,10 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.bounds = type(self).settings or environment_settings()
         self.max_connections = connection_cap(self.bounds.max_connections)
         self.deadline: asyncio.TimerHandle | None = None
-        self.reading_head = True
+        self.armed_for: str | None = None  # what the deadline is for: connection, head, body
+        self.reading_head = True  # until a request's head is complete
+        self.head_begun = False  # a request's first bytes have come
+        self.reading_body = False  # a head is complete, its body still to come
         self.head_bytes = 0
         self.refused = False
 
@@ -111,7 +118,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) > self.max_connections:
             self.close_longest_waiting()
         self.waiting[self] = None
-        self.arm(self.bounds.header_timeout_seconds)
+        self.arm("connection", self.bounds.header_timeout_seconds)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
@@ -141,32 +148,47 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 self.refuse(414, too_long_message(self.bounds.max_query_bytes))
             elif self.head_bytes - url > self.bounds.max_header_bytes + REQUEST_LINE_ALLOWANCE:
                 self.refuse(431, header_message(self.bounds.max_header_bytes))
+        if not self.refused:
+            self.watch()
+
+    def watch(self) -> None:
+        """After the bytes that came, the deadline of what is still arriving: the head of a
+        request begun, or its body; none once the request is whole. Armed here rather than
+        as the parser passes each mark, so that a request that arrives whole (as most do)
+        sets no timer at all."""
+        if self.reading_head:
+            if self.head_begun:  # else nothing of the first request yet: the open's deadline
+                self.arm("head", self.bounds.header_timeout_seconds)
+        elif self.reading_body:
+            self.arm("body", self.bounds.body_timeout_seconds)
+        else:
+            self.disarm()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.reading_head = True
+        self.head_begun = True
         self.head_bytes = 0
-        self.arm(self.bounds.header_timeout_seconds)
 
     def on_headers_complete(self) -> None:
         self.reading_head = False
+        self.head_begun = False
         self.waiting.pop(self, None)
-        self.disarm()
         if len(self.url) > MAX_TARGET_BYTES:  # uvicorn's parse_url would answer a bare 400
             self.refuse(414, too_long_message(self.bounds.max_query_bytes))
             return
         if sum(len(k) + len(v) + 4 for k, v in self.headers) > self.bounds.max_header_bytes:
             self.refuse(431, header_message(self.bounds.max_header_bytes))
             return
+        self.reading_body = True
         super().on_headers_complete()
-        self.arm(self.bounds.body_timeout_seconds)  # disarmed when the message is complete
 
     def on_body(self, body: bytes) -> None:
         if not self.refused:
             super().on_body(body)
 
     def on_message_complete(self) -> None:
-        self.disarm()
+        self.reading_body = False
         if not self.refused:
             super().on_message_complete()
 
@@ -182,21 +204,29 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         limit = self.bounds.max_concurrent_requests
         if len(self.tasks) >= limit and cycle.scope["path"] not in HEALTH_PATHS:
             app = busy
+        if cycle.scope["method"] != "HEAD":  # uvicorn writes no body for HEAD
+            cycle.transport = HeadWithBody(cycle.transport, cycle)
         super()._start_asgi_task(cycle, app)
 
     # -- deadlines
 
-    def arm(self, seconds: float) -> None:
+    def arm(self, part: str, seconds: float) -> None:
+        """A deadline `seconds` from now for `part` (kept if one for it is already set)."""
+        if self.armed_for == part:
+            return
         self.disarm()
+        self.armed_for = part
         self.deadline = self.loop.call_later(seconds, self.deadline_passed, seconds)
 
     def disarm(self) -> None:
+        self.armed_for = None
         if self.deadline is not None:
             self.deadline.cancel()
             self.deadline = None
 
     def deadline_passed(self, seconds: float) -> None:
         self.deadline = None
+        self.armed_for = None
         if self.cycle is not None and self.cycle.response_started:
             self.transport.close()
         else:
@@ -215,6 +245,36 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
+
+
+class HeadWithBody:
+    """The transport of one request's cycle (not a HEAD's), holding the answer's head
+    (uvicorn's first write once the answer has started) until the first body bytes (an
+    empty body is written too) or the connection's close, then writing both at once.
+    Anything written before the answer starts (a 100 Continue) goes out as it comes."""
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self.transport = transport
+        self.cycle = cycle
+        self.head: bytes | None = None
+        self.head_sent = False
+
+    def write(self, data: bytes) -> None:
+        if not self.head_sent and self.cycle.response_started:
+            if self.head is None:
+                self.head = data
+                return
+            data = self.head + data
+            self.head, self.head_sent = None, True
+        self.transport.write(data)
+
+    def close(self) -> None:
+        if self.head is not None:
+            self.write(b"")
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 async def busy(scope: Any, receive: Any, send: Any) -> None:

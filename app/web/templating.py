@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from app import TEMPLATES_DIR
 from app.core import i18n, limits
 from app.web.assets import PLOTLY_URL, content_hash
-from app.web.classroom import classroom_context, hidden, url
+from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
 from app.web.json_io import dumps
 from app.web.nav import NAV
@@ -167,6 +167,7 @@ environment.globals.update(
     hidden=hidden,
     limits=limits,
     address=address,
+    view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])
 

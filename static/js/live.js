@@ -29,7 +29,8 @@
 "use strict";
 
 (function () {
-  const VIEW_PARAMS = ["lang", "present", "embed"]; // app/classroom.py VIEW_PARAMS
+  // The parameters that choose how a page is shown, not what it computes (app/web/classroom.py).
+  const VIEW_PARAMS = (document.body.dataset.viewParams || "").split(" ").filter(Boolean);
   const KEYED_TYPES = /^(text|number|search|email|url|tel)$/; // fields typed into key by key
   let redraws = 0;
 

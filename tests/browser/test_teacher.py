@@ -459,7 +459,8 @@ def check_colour_ranges(page: Page) -> int:
 @pytest.mark.parametrize(
     "path",
     ["/", "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3", "/walkthrough?step=weights",
-     "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3", "/model"],
+     "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3", "/model",
+     "/heads?text=extraordinarily+unbelievable+circumstances+surrounding+international"],
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
@@ -471,13 +472,13 @@ def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
         assert figure["x"] > 0, f"{path} {figure['id']}: no labels along the keys"
         assert figure["y"] > 0, f"{path} {figure['id']}: no labels along the queries"
         assert figure["smallest"] >= 10, f"{path} {figure['id']}: tick labels under 10 px"
-        if figure["id"] in SMALL_MULTIPLES:  # their labels are thinned to fit (figures.js)
-            assert figure["overlaps"] == 0, f"{path} {figure['id']}: labels over each other"
+        assert figure["overlaps"] == 0, f"{path} {figure['id']}: labels over each other"
+        assert figure["under_title"] == 0, f"{path} {figure['id']}: the title over labels"
 
 
-SMALL_MULTIPLES = ("fig-heads", "fig-grid")  # many heads in one figure (app/web/multiples.py)
-# Per heatmap: its tick labels on each axis, the smallest font among them, and how many pairs
-# of neighbours on one axis overlap (more than a pixel).
+# Per heatmap: its tick labels on each axis, the smallest font among them, how many pairs
+# of neighbours on one axis overlap (more than a pixel), and how many axis titles and key
+# labels the figure's title covers.
 TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
   .filter((gd) => (gd.data || []).some((t) => t.type === 'heatmap'))
   .map((gd) => {
@@ -490,7 +491,12 @@ TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     const overlaps = [x, y].reduce((n, axis) => n + axis.slice(1)
       .filter((l, i) => over(l.box, axis[i].box)).length, 0);
     const sizes = [...x, ...y].map((l) => l.size);
-    return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps,
+    const title = gd.querySelector('.gtitle');
+    const near = [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text')]
+      .map((e) => e.getBoundingClientRect()).concat(x.map((l) => l.box));
+    const under_title = title && title.textContent.trim()
+      ? near.filter((box) => over(title.getBoundingClientRect(), box)).length : 0;
+    return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps, under_title,
             smallest: sizes.length ? Math.min(...sizes) : 0};
   })"""
 

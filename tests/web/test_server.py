@@ -23,6 +23,7 @@ import pytest
 from app.__main__ import PROTOCOL, raise_open_file_limit, uvicorn_options
 from app.settings import Settings, cgroup_cpu_limit
 from app.web.middleware.body_limits import too_long_message
+from app.web.server import HeadWithBody
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = {
@@ -305,3 +306,87 @@ def test_workers_default_to_the_available_cores(monkeypatch: pytest.MonkeyPatch)
     assert Settings().workers == min(2, len(os.sched_getaffinity(0)))
     monkeypatch.setattr("app.settings.cgroup_cpu_limit", lambda: None)
     assert Settings().workers == min(len(os.sched_getaffinity(0)), 64)
+
+
+class Recorded:
+    """A transport that records what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+class Cycle:
+    response_started = False
+
+
+def test_an_answers_head_leaves_with_its_first_body_bytes_in_one_write() -> None:
+    transport, cycle = Recorded(), Cycle()
+    held = HeadWithBody(transport, cycle)  # type: ignore[arg-type]
+    held.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # before the answer starts: as it comes
+    cycle.response_started = True
+    held.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert transport.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+    held.write(b"{}")
+    held.write(b"more")
+    assert transport.writes[1:] == [b"HTTP/1.1 200 OK\r\n\r\n{}", b"more"]
+    assert held.is_closing() is False  # the rest is the transport's
+
+
+@pytest.mark.parametrize("body", [b"", None], ids=["empty body", "closed before a body"])
+def test_a_head_leaves_with_an_empty_body_or_when_the_connection_closes(
+    body: bytes | None,
+) -> None:
+    transport, cycle = Recorded(), Cycle()
+    held = HeadWithBody(transport, cycle)  # type: ignore[arg-type]
+    cycle.response_started = True
+    held.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+    if body is None:
+        held.close()
+    else:
+        held.write(body)
+    assert transport.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"]
+    assert transport.closed is (body is None)
+
+
+def test_head_over_a_kept_alive_connection_answers_the_head_alone(
+    address: tuple[str, int],
+) -> None:
+    head = b"HEAD /healthz HTTP/1.1\r\nHost: lab\r\n\r\n"
+    with connect(address) as s:
+        s.sendall(head + head)  # pipelined
+        raw = b""
+        while raw.count(b"\r\n\r\n") < 2:
+            raw += s.recv(1 << 16)
+        first, second = raw.split(b"\r\n\r\n")[:2]
+        assert first.split(b"\r\n")[0] == second.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+        s.sendall(head)
+        status, headers, body = answer(s.recv(1 << 16))
+        assert (status, body) == (200, b"")
+        assert int(headers[b"content-length"]) > 0
+        s.sendall(get("/healthz"))
+        status, _, body = answer(read_until_closed(s))
+    assert (status, orjson.loads(body)["status"]) == (200, "ok")
+
+
+def test_a_request_that_arrived_whole_leaves_no_deadline_on_its_kept_alive_connection(
+    address: tuple[str, int],
+) -> None:
+    """Idle longer than the head timeout (1 s here), within the keep-alive (5 s): the
+    connection still serves the next request."""
+    with connect(address) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: lab\r\n\r\n")
+        assert s.recv(1 << 16).startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)
+        s.sendall(get("/healthz"))
+        status, _, _ = answer(read_until_closed(s))
+    assert status == 200

@@ -141,7 +141,7 @@ def compute_tiled(req: TiledRequest, settings: Settings) -> TiledResult:
     check_answer(size, settings.answer_budget_bytes, ("tokens", "block_q", "block_k"))
     allowed = mask_of(inputs.mask, n)
     run = one_head(inputs, allowed)
-    dense = run.heads[0]
+    dense = run.head
     q, k, v = dense.q, dense.k, dense.v  # position applied, as in /api/attention
     mask = kn.mask_from_matrix(allowed)
     flash = fl.flash_attention(q, k, v, mask, block_q, block_k, req.order, inputs.scale)
@@ -216,8 +216,8 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> DecodeResult:
         policy,
     )
     run = one_head(inputs, allowed)
-    full = run.heads[0]
-    matching = one_head(inputs, allowed & policy.mask(n)).heads[0]
+    full = run.head
+    matching = one_head(inputs, allowed & policy.mask(n)).head
     prefill = decoding.prefill
     dots_cached = dots_uncached = prompt * prompt
     steps = []

@@ -18,8 +18,7 @@ from app.features.stages.service import (
     resolve_sequence,
 )
 from app.math import attention as att
-from app.math import heads as mh
-from app.math.positional import Positional
+from app.math.positional import Positional, add_position, rotate
 from app.settings import Settings
 
 
@@ -89,20 +88,24 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
 
 
-def one_head(inputs: HeadInputs, allowed: np.ndarray) -> mh.MultiHeadStages:
-    """The single head of /api/attention, position applied as the request says."""
-    return mh.multi_head_attention(
-        inputs.x,
-        inputs.w_q[None],
-        inputs.w_k[None],
-        inputs.w_v[None],
-        allowed,
-        inputs.scale,
-        inputs.positional,
-    )
+@dataclass(frozen=True)
+class HeadRun:
+    """One head computed: what its projections saw, and its stages."""
+
+    x_in: np.ndarray  # (n, d_model) x + PE for sinusoidal, x itself otherwise
+    head: att.HeadStages
 
 
-def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
+def one_head(inputs: HeadInputs, allowed: np.ndarray) -> HeadRun:
+    """The single head of /api/attention, position applied as the request says: added to x
+    before the projections (sinusoidal), or rotating q and k after them (rope)."""
+    x_in = add_position(inputs.x, inputs.positional)  # (n, d_model)
+    q = rotate(x_in @ inputs.w_q, inputs.positional)  # (n, d_k)
+    k = rotate(x_in @ inputs.w_k, inputs.positional)  # (n, d_k)
+    return HeadRun(x_in, att.attend(q, k, x_in @ inputs.w_v, allowed, inputs.scale))
+
+
+def inputs_used(inputs: HeadInputs, run: HeadRun) -> dict[str, Any]:
     """The inputs as they were resolved (generated numbers included), by the field names of
     ResolvedInputs."""
     return {
@@ -110,7 +113,7 @@ def inputs_used(inputs: HeadInputs, run: mh.MultiHeadStages) -> dict[str, Any]:
         "d_model": inputs.x.shape[1],
         "d_k": inputs.w_q.shape[1],
         "d_v": inputs.w_v.shape[1],
-        "scale_factor": run.heads[0].scale_factor,
+        "scale_factor": run.head.scale_factor,
         "positional": inputs.positional,
         "x": inputs.x,
         "x_positioned": run.x_in,
@@ -135,9 +138,8 @@ def compute_attention(req: AttentionRequest, settings: Settings) -> AttentionRes
     inputs = resolve_inputs(req, settings)
     check_answer(answer_bytes(inputs), settings.answer_budget_bytes, BUDGET_FIELDS)
     run = one_head(inputs, mask_of(inputs.mask, inputs.n))
-    stages = StageFields.of(run.heads[0])
     return AttentionResult(
         **inputs_used(inputs, run),
-        **stages.fields(),
-        query=query_breakdown(inputs.tokens, stages, inputs.query),
+        **StageFields.values_of(run.head),
+        query=query_breakdown(inputs.tokens, run.head, inputs.query),
     )

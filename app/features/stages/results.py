@@ -32,18 +32,23 @@ class StageFields:
 
     @classmethod
     def of(cls, stages: HeadStages) -> "StageFields":
-        return cls(
-            q=stages.q,
-            k=stages.k,
-            v=stages.v,
-            scores=stages.scores,
-            scaled=stages.scaled,
-            allowed=stages.allowed,
-            masked=stages.masked,
-            weights=stages.weights,
-            output=stages.output,
-            empty_rows=stages.empty_rows,
-        )
+        return cls(**cls.values_of(stages))
+
+    @staticmethod
+    def values_of(stages: HeadStages) -> dict[str, Any]:
+        """The stage fields of a computed head by name, to lay out in a result."""
+        return {
+            "q": stages.q,
+            "k": stages.k,
+            "v": stages.v,
+            "scores": stages.scores,
+            "scaled": stages.scaled,
+            "allowed": stages.allowed,
+            "masked": stages.masked,
+            "weights": stages.weights,
+            "output": stages.output,
+            "empty_rows": stages.empty_rows,
+        }
 
     @staticmethod
     def answer_bytes(n: int, d_k: int, d_v: int) -> int:
@@ -106,7 +111,7 @@ class OneHead(StageFields):
     query: QueryBreakdown | None = None
 
 
-def query_breakdown(tokens: list[str], stages: StageFields, i: int) -> QueryBreakdown:
+def query_breakdown(tokens: list[str], stages: StageFields | HeadStages, i: int) -> QueryBreakdown:
     """One query's row, key by key: dot, scaled, visible, weight, weight × value."""
     weighted = stages.weights[i][:, None] * stages.v  # (n, d_v)
     columns = zip(

@@ -40,8 +40,9 @@ def entry_bytes(key: Key, answer: Answer) -> int:
     return key_bytes + header_bytes + len(answer.body) + ENTRY_OVERHEAD
 
 
-def cache_key(scope: Scope, body: bytes) -> Key:
-    headers = dict(scope["headers"])
+def cache_key(scope: Scope, body: bytes, headers: dict[bytes, bytes] | None = None) -> Key:
+    """The key of a request (`headers`: its headers as a dict, when already made)."""
+    headers = dict(scope["headers"]) if headers is None else headers
     vary = tuple(headers.get(name, b"") for name in VARY)
     return (scope["method"], scope["path"], scope.get("query_string", b""), *vary, body)
 
@@ -104,7 +105,7 @@ class CachedAnswers:
             body = await read_body(receive) if b"content-length" in headers else b""
             if body is None:
                 return  # the client went away
-            key = cache_key(scope, body)
+            key = cache_key(scope, body, headers)
             answer = self.cache.get(key)
             if answer is not None:
                 scope.setdefault("state", {})[HELD] = True
@@ -120,7 +121,7 @@ class CachedAnswers:
 
         async def tee_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.request" and key is None:
+            if message["type"] == "http.request":
                 received.append(message.get("body", b""))
             return message
 
@@ -136,7 +137,8 @@ class CachedAnswers:
                         scope["state"][HELD] = True
             await send(message)
 
-        await self.app(scope, tee_receive, keep_send)
+        # The body is kept as it is read, unless it was read above (then it is in the key).
+        await self.app(scope, receive if key is not None else tee_receive, keep_send)
 
 
 async def read_body(receive: Receive) -> bytes | None:

@@ -30,6 +30,7 @@ from app.web.json_io import JSONResponse
 from app.web.middleware.body_limits import refusal, too_large_message
 from app.web.middleware.cache import CachedAnswers, ResponseCache
 from app.web.middleware.compression import compression
+from app.web.middleware.direct import DirectRoutes
 from app.web.middleware.requestlog import (
     CLIENT_CLOSED,
     INCOMING_ID,
@@ -123,9 +124,10 @@ class Edge:
 
 def edge_stack(app: ASGIApp, *, settings: Settings, cache: ResponseCache) -> Edge:
     """The layers over `app` (the routes, and the classroom view): the edge, compression,
-    the response cache; the health checks skip the two inner ones."""
+    the response cache, the JSON routes called directly (app/web/middleware/direct.py); the
+    health checks skip the three inner ones."""
     around = compression(
-        CachedAnswers(app, cache),
+        CachedAnswers(DirectRoutes(app), cache),
         thread_above=settings.compress_in_thread_bytes,
         keep_bytes=settings.compressed_cache_bytes,
     )

@@ -30,7 +30,7 @@ from app.web.nav import NAV
 def cells(matrix: Any, digits: int = 3) -> list[list[tuple[str, bool]]]:
     """A table's numbers formatted in one pass, each with whether it is hidden (None, shown
     as −∞): what the matrix_table macro prints, without a filter call per cell."""
-    if isinstance(matrix, np.ndarray):
+    if isinstance(matrix, np.ndarray) and matrix.dtype.kind in "biuf":
         texts = i18n.format_rows(matrix.astype(float), digits)
         return [[(text, False) for text in row] for row in texts]
     rows = [list(row) for row in matrix]  # numbers, and None where hidden

@@ -233,8 +233,8 @@ def test_a_long_head_is_computed_in_a_work_thread_and_a_short_one_on_the_loop(
 def test_the_work_threads_setting_sizes_the_work_pool_and_only_it(
     make_client: Any, threads: int
 ) -> None:
-    client = make_client(work_threads=threads)
+    client = make_client(work_threads=threads, page_threads=5)
     client.get("/healthz")  # started: the lifespan has run
     assert client.portal.call(lambda: work_limiter().total_tokens) == threads
     default_pool = client.portal.call(to_thread.current_default_thread_limiter)
-    assert default_pool.total_tokens == 40  # anyio's, for sync routes and static files
+    assert default_pool.total_tokens == 5  # Settings.page_threads: sync routes, static files

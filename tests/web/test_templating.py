@@ -76,3 +76,4 @@ def test_table_cells_are_formatted_once_with_hidden_ones_marked() -> None:
             [("0,000", False), ("1.234,568", False)],
         ]
         assert cells(np.array([[1, -2]]), 1) == [[("1,0", False), ("−2,0", False)]]
+        assert cells(np.array([[None, 2.5]], dtype=object), 1) == [[("−∞", True), ("2,5", False)]]

@@ -17,7 +17,6 @@ from app.core.i18n import format_numbers, format_rows, gettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
 from app.web.figures import (
     LABEL_CELLS_UP_TO,
-    fmt,
     heatmap,
 )
 
@@ -43,45 +42,30 @@ def short_text(text: str) -> str:
     return f"({text})" if text.startswith("−") else text
 
 
-def short(value: float) -> str:
-    return short_text(fmt(value, 3))
-
-
 def shorts(matrix: Any) -> list[list[str]]:
-    """short() of every entry, once: a hover sum uses each factor in many cells (q_i in a
-    whole row of Q·Kᵀ, v_j in every output row)."""
+    """short_text() of every entry, once: a hover sum uses each factor in many cells (q_i in
+    a whole row of Q·Kᵀ, v_j in every output row)."""
     return [[short_text(t) for t in row] for row in format_rows(np.asarray(matrix, dtype=float))]
 
 
 class HeadTexts:
-    """The numbers of one head as its hover text writes them, each matrix formatted once
-    (in one pass: a small head's hover text holds about a thousand numbers)."""
+    """The numbers of one head as its hover text and its cells write them, each matrix
+    formatted once, in one pass, when first asked for (a small head's hover text holds about
+    a thousand numbers): texts["scores"] … at three decimals, texts.factors as the factors
+    of the hover sums."""
 
     def __init__(self, result: OneHead) -> None:
         self.result = result
+        self._rows: dict[str, list[list[str]]] = {}
 
-    def _rows(self, name: str) -> list[list[str]]:
-        return format_rows(np.asarray(getattr(self.result, name), dtype=float))
-
-    @cached_property
-    def scores(self) -> list[list[str]]:
-        return self._rows("scores")
-
-    @cached_property
-    def scaled(self) -> list[list[str]]:
-        return self._rows("scaled")
-
-    @cached_property
-    def weights(self) -> list[list[str]]:
-        return self._rows("weights")
-
-    @cached_property
-    def output(self) -> list[list[str]]:
-        return self._rows("output")
+    def __getitem__(self, name: str) -> list[list[str]]:
+        if name not in self._rows:
+            self._rows[name] = format_rows(np.asarray(getattr(self.result, name), dtype=float))
+        return self._rows[name]
 
     @cached_property
     def factors(self) -> dict[str, list[list[str]]]:
-        """short() of q, k, v and the weights: the factors of the hover sums."""
+        """shorts() of q, k, v and the weights."""
         return {name: shorts(getattr(self.result, name)) for name in ("q", "k", "v", "weights")}
 
 
@@ -103,7 +87,7 @@ def scale_label(result: OneHead) -> str:
 
 def dot_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
-    q, k, scores = texts.factors["q"], texts.factors["k"], texts.scores
+    q, k, scores = texts.factors["q"], texts.factors["k"], texts["scores"]
     return [
         [
             f"q_{ti} · k_{tj} = {_products(q[i], k[j])} = {scores[i][j]}"
@@ -118,7 +102,7 @@ def scaled_hover(texts: HeadTexts, dots: list[list[str]]) -> list[list[str]]:
     by = scale_label(texts.result)
     return [
         [f"{text}, ÷ {by} = {scaled}" for text, scaled in zip(row, texts_row, strict=True)]
-        for row, texts_row in zip(dots, texts.scaled, strict=True)
+        for row, texts_row in zip(dots, texts["scaled"], strict=True)
     ]
 
 
@@ -133,7 +117,7 @@ def masked_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
             else f"{ti} → {tj}: {scaled} + (−∞) = −∞ ({hidden})"
             for tj, scaled, seen in zip(tokens, row, sees, strict=True)
         ]
-        for ti, row, sees in zip(tokens, texts.scaled, allowed, strict=True)
+        for ti, row, sees in zip(tokens, texts["scaled"], allowed, strict=True)
     ]
 
 
@@ -147,7 +131,7 @@ def weight_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
             none = gettext("%(query)s sees no key: its weights are all 0") % {"query": ti}
             rows.append([none for _ in tokens])
             continue
-        scaled, weights = texts.scaled[i], texts.weights[i]
+        scaled, weights = texts["scaled"][i], texts["weights"][i]
         if visible.size <= 4:
             total = "(" + " + ".join(f"e^{scaled[j]}" for j in visible) + ")"
         else:
@@ -185,7 +169,7 @@ def output_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     return [
         [
             f"out_{ti}[{d}] = {_products(weights[i], column)} = {output}"
-            for d, (column, output) in enumerate(zip(columns, texts.output[i], strict=True))
+            for d, (column, output) in enumerate(zip(columns, texts["output"][i], strict=True))
         ]
         for i, ti in enumerate(tokens)
     ]
@@ -227,7 +211,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
     def labelled(name: str) -> list[list[str]] | None:
         """The matrix's numbers for the cells of its heatmap, when they are printed there."""
         small = max(np.shape(getattr(result, name))) <= LABEL_CELLS_UP_TO
-        return getattr(texts, name) if small else None
+        return texts[name] if small else None
 
     weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
 

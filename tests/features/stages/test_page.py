@@ -9,7 +9,7 @@ import pytest
 from app.features.lab.download import stages_csv
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
-from app.features.stages.page import head_stages, short
+from app.features.stages.page import head_stages, shorts
 from app.settings import Settings
 from app.web.figures import DIVERGING
 
@@ -100,7 +100,7 @@ def test_markup_in_labels_reaches_plotly_as_entities() -> None:
 
 @pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
 def test_short_factors(value: float, text: str) -> None:
-    assert short(value) == text
+    assert shorts([[value]]) == [[text]]
 
 
 def test_csv_rows_count_every_cell() -> None:

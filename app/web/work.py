@@ -7,20 +7,13 @@ see Settings.event_loop.) So the heavy work of a request,
 `run_work`, is done by `work_threads` threads (one by default: a process holds one core's
 worth of Python; WORKERS gives more processes), handed out first come, first served, and
 the loop only reads, routes and writes: large request bodies validated, long heads computed
-and serialized.
-
-The compression of large one-shot answers has a thread of its own (`compress_soon`), apart
-from the work threads: the compressors (zstd, Brotli, ISA-L's gzip) let go of the GIL while
-they work, so that it runs on the other core beside the next request's work. (An answer
-written in pieces is compressed by the work thread as it writes it: app/web/pieces.py.)
+and serialized, large answers compressed.
 
 The work has a thread limit of its own, apart from anyio's default pool, where FastAPI runs
 sync routes and Starlette reads static files: a stylesheet never queues behind a 6 MB answer.
 """
 
-import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
 
 from anyio import CapacityLimiter, to_thread
@@ -55,13 +48,3 @@ async def run_work(function: Callable[[*Ts], T], *args: *Ts) -> T:
         return await to_thread.run_sync(function, *args, limiter=work_limiter())
     finally:
         trim_when_idle()  # what it freed goes back to the system once the work stops
-
-
-# One thread: the compression of one answer's pieces is done in the order they were asked for.
-_compression = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compression")
-
-
-def compress_soon(function: Callable[[*Ts], T], *args: *Ts) -> "asyncio.Future[T]":
-    """function(*args) in the compression thread, after the compression asked for before it:
-    a future of the running loop, to await when the result is needed."""
-    return asyncio.wrap_future(_compression.submit(function, *args))

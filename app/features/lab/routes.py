@@ -22,7 +22,6 @@ from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
 from app.web.json_io import JSONResponse, JSONRoute
 from app.web.middleware.cache import cacheable
-from app.web.pieces import PiecesResponse
 from app.web.templating import templates
 from app.web.work import run_work
 
@@ -37,9 +36,8 @@ WORKED_EXAMPLE = {
 }
 # A head over at most this many tokens is computed on the event loop: a fraction of a
 # millisecond, less than the hop to a thread and back costs on a busy machine. A longer one
-# (up to 30 ms at n = 256, d = 64) is computed in the work thread, in arrival order, so that
-# /healthz and the small requests do not wait behind it, and serialized there piece by piece,
-# each piece compressed and sent while the next is written (app/web/pieces.py).
+# (up to 30 ms at n = 256, d = 64) is computed and serialized in the work thread, in
+# arrival order, so that /healthz and the small requests do not wait behind it.
 INLINE_TOKENS = 32
 AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
@@ -50,11 +48,11 @@ AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE
     responses=ERRORS,
     dependencies=[Depends(cacheable)],
 )
-async def attention(req: AttentionBody, settings: SettingsDep) -> Response:
+async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
     if req.length() <= INLINE_TOKENS:
         return answer(req, settings)
-    return PiecesResponse(await run_work(compute_attention, req, settings))
+    return await run_work(answer, req, settings)
 
 
 def answer(req: AttentionRequest, settings: Settings) -> JSONResponse:

@@ -1,34 +1,33 @@
 """Compression: zstd, Brotli or gzip at fast levels (starlette-compress), with large answers
-compressed off the event loop, streamed, and kept compressed beside the plain answers of the
+compressed in a worker thread, streamed, and kept compressed beside the plain answers of the
 cache.
 
 `compression(app)` is two layers. Outside, starlette-compress's `CompressMiddleware` picks
 the encoding (zstd, then br, then gzip, among those the client accepts) and compresses on
 the event loop what is small or streamed (pages, fragments, files), which costs well under a
-millisecond. Inside it, `LargeAnswers` takes the large answers and marks them
-Content-Encoding so that the outer layer leaves them be; /healthz and small requests never
-wait behind their tens of milliseconds of compression (gzip there is ISA-L's, see
-`GzipPacker`):
+millisecond. Inside it, `LargeAnswers` takes the one-shot answers of at least
+`thread_above` bytes (the stage matrices at n = 256 are 6 MB) and marks them
+Content-Encoding so that the outer layer leaves them be. It compresses them in the work
+thread (app/web/work.py), so /healthz and small requests never wait behind tens of
+milliseconds of compression (gzip there is ISA-L's, see `PACKERS`):
 
-- an answer written in pieces (app/web/pieces.py: a long head, 6 MB at n = 256, d = 64) is
-  compressed by the work thread as it writes it, with the packer this layer leaves in the
-  request's state (`PACKER`; zstd's has a worker thread of its own), and each compressed
-  piece is sent as it comes (chunked), so that the client reads and decodes while the
-  server still writes and compresses;
-- a one-shot answer of at least `thread_above` bytes that the response cache holds is
-  compressed in one go in the compression thread (app/web/work.py), and the compressed
-  bytes are kept (least recently used out first, within `keep_bytes`, counting the plain
-  answer they keep alive too), so a cache hit is never compressed twice;
-- any other is never replayed, so nothing of it is kept. The answer to a POST is compressed
-  in pieces of `PIECE_BYTES` in the compression thread, each piece sent as soon as it is
-  compressed (chunked, without Content-Length, as starlette-compress sends a streamed
-  answer). The answer to a GET is compressed in one go: it keeps its Content-Length, which
-  HEAD answers too.
+- an answer the response cache holds is compressed in one go and the compressed bytes are
+  kept (least recently used out first, within `keep_bytes`, counting the plain answer they
+  keep alive too), so a cache hit is never compressed twice;
+- any other is never replayed, so nothing of it is kept. The answer to a POST (the APIs'
+  6 MB answers) is compressed in pieces of `STREAM_PIECE_BYTES`, each piece sent as soon as
+  it is written (chunked, without Content-Length, as starlette-compress sends a streamed
+  answer), so that the client reads and decodes while the server still compresses: two
+  cores at work instead of one after the other (at n = 256, d = 64, gzip: ~20 ms less for a
+  client that decodes as it reads, as browsers do). The answer to a GET is compressed in
+  one go: it keeps its Content-Length, which HEAD answers too.
 """
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Protocol
 
 import brotli
 import zstandard
@@ -38,80 +37,54 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette_compress import CompressMiddleware
 
 from app.web.middleware.cache import HELD
-from app.web.pieces import PACKED, PACKER, PIECE_BYTES, Packer
-from app.web.process import trim_when_idle
-from app.web.work import compress_soon
+from app.web.work import run_work
 
 ZSTD_LEVEL, BROTLI_QUALITY, GZIP_LEVEL = 1, 1, 1  # fast: the stage matrices are noisy floats
 ISAL_GZIP_LEVEL = 1  # ISA-L's levels are 0 to 3
-ZSTD_JOB_BYTES = 512 * 1024  # the least input zstd's worker compresses at once
+# A large answer the cache does not hold goes out compressed in pieces of this many bytes.
+STREAM_PIECE_BYTES = 512 * 1024
 
 
-class ZstdPacker:
-    """zstd; with `worker`, an answer of more than one piece is compressed by zstd in a
-    thread of its own (no GIL there), so that `pack` mostly hands the piece over and returns
-    what is already compressed, while the caller writes the next piece."""
+class Packer(Protocol):
+    """A compressor fed piece by piece: what it has written so far, then the rest."""
 
-    def __init__(self, worker: bool = False) -> None:
-        self.worker = worker
-        self._compressor: zstandard.ZstdCompressionObj | None = None  # made by the first piece
-        self._each: int | None = None  # how each piece is flushed
+    def compress(self, data: bytes) -> bytes: ...
 
-    def pack(self, piece: bytes, last: bool) -> bytes:
-        if self._compressor is None:
-            worker = self.worker and not last
-            # zstd's smallest job, so that its output follows the pieces closely.
-            threads = {"threads": 1, "job_size": ZSTD_JOB_BYTES} if worker else {}
-            params = zstandard.ZstdCompressionParameters.from_level(ZSTD_LEVEL, **threads)
-            self._compressor = zstandard.ZstdCompressor(compression_params=params).compressobj()
-            # With a worker, flushing each piece would wait for it: its output comes with
-            # the pieces after.
-            self._each = None if worker else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        out = self._compressor.compress(piece)
-        if last:
-            return out + self._compressor.flush()
-        return out + self._compressor.flush(self._each) if self._each is not None else out
+    def flush(self) -> bytes: ...
 
 
 class BrotliPacker:
     def __init__(self) -> None:
         self._compressor = brotli.Compressor(quality=BROTLI_QUALITY)
 
-    def pack(self, piece: bytes, last: bool) -> bytes:
-        out = self._compressor.process(piece)
-        return out + (self._compressor.finish() if last else self._compressor.flush())
+    def compress(self, data: bytes) -> bytes:
+        return self._compressor.process(data)
+
+    def flush(self) -> bytes:
+        return self._compressor.finish()
 
 
 # gzip is ISA-L's (Intel's), at its level 1: a stream any inflate reads, a little smaller than
 # zlib's level 1 in about a quarter of its time (6.34 MB at n = 256, d = 64: 2.66 MB in
 # ~25 ms, against 2.75 MB in ~90 ms; zlib's Huffman coding alone, 2.88 MB in ~45 ms, also
 # took the client twice as long to inflate). All three let go of the GIL while they work.
-class GzipPacker:
-    def __init__(self) -> None:
-        self._compressor = isal_zlib.compressobj(ISAL_GZIP_LEVEL, isal_zlib.DEFLATED, 31)
-
-    def pack(self, piece: bytes, last: bool) -> bytes:
-        out = self._compressor.compress(piece)
-        # Each piece flushed whole (ISA-L holds on to a few hundred kB otherwise).
-        return out + self._compressor.flush(isal_zlib.Z_FINISH if last else isal_zlib.Z_SYNC_FLUSH)
-
-
 PACKERS: dict[str, Callable[[], Packer]] = {
-    "zstd": ZstdPacker,
+    "zstd": lambda: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj(),
     "br": BrotliPacker,
-    "gzip": GzipPacker,
-}
-# For the pieces the work thread writes and compresses (app/web/pieces.py): zstd there has a
-# worker thread, which compresses while the work thread writes the next piece.
-WRITERS_PACKERS: dict[str, Callable[[], Packer]] = {
-    **PACKERS,
-    "zstd": lambda: ZstdPacker(worker=True),
+    "gzip": lambda: isal_zlib.compressobj(ISAL_GZIP_LEVEL, isal_zlib.DEFLATED, 31),
 }
 
 
 def packed(encoding: str, body: bytes) -> bytes:
     """`body` compressed in one go."""
-    return PACKERS[encoding]().pack(body, last=True)
+    packer = PACKERS[encoding]()
+    return packer.compress(body) + packer.flush()
+
+
+def packed_piece(packer: Packer, piece: bytes, last: bool) -> bytes:
+    """What `packer` writes for the next `piece` of a body (and its end when `last`)."""
+    out = packer.compress(piece)
+    return out + packer.flush() if last else out
 
 
 COMPRESSIBLE = (b"application/json", b"text/", b"application/javascript", b"image/svg+xml")
@@ -168,25 +141,9 @@ class Kept:
                 self.size -= len(plain) + len(packed)
 
 
-async def stream(body: bytes, encoding: str, send: Send) -> None:
-    """`body` compressed in pieces of PIECE_BYTES in the compression thread, each piece sent
-    as soon as it is compressed (chunked): the client reads and decodes the first pieces
-    while the rest are being compressed."""
-    packer = PACKERS[encoding]()
-    pieces = [body[start : start + PIECE_BYTES] for start in range(0, len(body), PIECE_BYTES)]
-    last = len(pieces) - 1
-    packing = [compress_soon(packer.pack, piece, i == last) for i, piece in enumerate(pieces)]
-    for i, future in enumerate(packing):
-        packed = await future
-        if packed or i == last:  # a compressor may keep a short piece for later
-            await send({"type": "http.response.body", "body": packed, "more_body": i != last})
-    trim_when_idle()  # what the compressor freed goes back once the work stops
-
-
 class LargeAnswers:
-    """Pure ASGI middleware: answers written in pieces and compressed as they are written,
-    and one-shot answers of `thread_above` bytes or more compressed in the compression
-    thread (see the module docstring)."""
+    """Pure ASGI middleware: one-shot answers of `thread_above` bytes or more, compressed in
+    a worker thread (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, thread_above: int, keep_bytes: int) -> None:
         self.app = app
@@ -202,50 +159,35 @@ class LargeAnswers:
         if encoding is None:
             await self.app(scope, receive, send)
             return
-        scope.setdefault("state", {})[PACKER] = WRITERS_PACKERS[encoding]
         start: Message | None = None
-        packed_by_app = False  # once the app sends its pieces compressed (PACKED)
 
         async def compress_large(message: Message) -> None:
-            nonlocal start, packed_by_app
+            nonlocal start
             if message["type"] == "http.response.start":
                 start = message  # held until the body says how large it is
                 return
-            if packed_by_app:
-                await send({**message, "body": message[PACKED]})
-                return
             if start is None:  # already sent
-                await send(plain(message))
+                await send(message)
                 return
             held, start = start, None
-            body, more = message.get("body", b""), message.get("more_body", False)
-            if PACKED in message and eligible(held):  # compressed as it was written
-                packed_by_app = True
-                headers = encoded(held, encoding)
-                if more:
-                    del headers["Content-Length"]
-                else:
-                    headers["Content-Length"] = str(len(message[PACKED]))
-                await send({**held, "headers": headers.raw})
-                await send({**message, "body": message[PACKED]})
-                return
-            # Anything else streamed (the outer layer compresses it), small or not to compress.
-            if more or PACKED in message or len(body) < self.thread_above or not eligible(held):
+            body = message.get("body", b"")
+            if message.get("more_body") or len(body) < self.thread_above or not eligible(held):
                 await send(held)
-                await send(plain(message))
+                await send(message)
                 return
-            headers = encoded(held, encoding)
+            headers = MutableHeaders(raw=list(held["headers"]))
+            headers["Content-Encoding"] = encoding
+            headers.add_vary_header("Accept-Encoding")
             in_cache = scope.get("state", {}).get(HELD, False)
-            # One never replayed is streamed, but a whole GET answer (HEAD is served as GET)
-            # keeps its Content-Length, which HEAD shows.
-            if not in_cache and scope["method"] != "GET":
+            # A GET answer (HEAD is served as GET) keeps its Content-Length, which HEAD shows.
+            if not in_cache and scope["method"] != "GET":  # never replayed: streamed
                 del headers["Content-Length"]
                 await send({**held, "headers": headers.raw})
-                await stream(body, encoding, send)
+                await self.stream(body, encoding, send)
                 return
             whole = self.kept.get(body, encoding) if in_cache else None
             if whole is None:
-                whole = await compress_soon(packed, encoding, body)
+                whole = await run_work(packed, encoding, body)
                 if in_cache:
                     self.kept.put(body, encoding, whole)
             headers["Content-Length"] = str(len(whole))
@@ -254,18 +196,34 @@ class LargeAnswers:
 
         await self.app(scope, receive, compress_large)
 
+    @staticmethod
+    async def stream(body: bytes, encoding: str, send: Send) -> None:
+        """`body` compressed piece by piece by one job of the work thread, each piece handed
+        to the event loop and sent as soon as it is written: the client reads and decodes the
+        first pieces while the rest are being compressed."""
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
 
-def encoded(start: Message, encoding: str) -> MutableHeaders:
-    """The headers of `start`, saying the body is in `encoding`."""
-    headers = MutableHeaders(raw=list(start["headers"]))
-    headers["Content-Encoding"] = encoding
-    headers.add_vary_header("Accept-Encoding")
-    return headers
+        def compress_all() -> None:
+            try:
+                packer = PACKERS[encoding]()
+                for offset in range(0, len(body), STREAM_PIECE_BYTES):
+                    last = offset + STREAM_PIECE_BYTES >= len(body)
+                    piece = body[offset : offset + STREAM_PIECE_BYTES]
+                    loop.call_soon_threadsafe(pieces.put_nowait, packed_piece(packer, piece, last))
+            except BaseException as error:  # handed to the loop, which raises it
+                loop.call_soon_threadsafe(pieces.put_nowait, error)
 
-
-def plain(message: Message) -> Message:
-    """A body message without its compressed copy (PACKED), for an answer sent as it is."""
-    return {k: v for k, v in message.items() if k != PACKED} if PACKED in message else message
+        job = asyncio.ensure_future(run_work(compress_all))
+        try:
+            for _ in range(0, len(body), STREAM_PIECE_BYTES):
+                piece = await pieces.get()
+                if isinstance(piece, BaseException):
+                    raise piece
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await job
 
 
 def eligible(start: Message) -> bool:

@@ -138,13 +138,11 @@ class Settings(BaseSettings):
         1,
         ge=1,
         le=256,
-        description="Threads that run sync routes (the pages) and read static files at once: "
-        "anyio's default thread limiter, 40 unless set. One renders pages in arrival order; "
-        "forty share the GIL between every page in progress, so each takes as long as all of "
-        "them. bench/bench_students.py, one worker, five interleaved pairs on a shared "
-        "machine: p99 of the slowest kind 291–2463 ms (median 822) with 1, 997–5973 ms "
-        "(median 1473) with 40; lab edit p50 13–95 ms (median 17) against 22–47 (median 25). "
-        "A heavy sync route holds the one thread: /model runs in the work thread instead.",
+        description="Threads that run sync routes (the pages) at once: anyio's default thread "
+        "limiter, 40 unless set. One renders pages in arrival order; many share the GIL between "
+        "every page in progress, so that each takes about as long as all of them together "
+        "(bench/bench_students.py: lower p50 and p99 with 1 than with 40). A heavy sync route "
+        "holds the one thread: /model runs in the work thread instead.",
     )
     switch_interval_ms: float = Field(
         0.5,

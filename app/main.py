@@ -25,7 +25,7 @@ from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import assets, handlers, health
 from app.web.classroom import ClassroomMiddleware
-from app.web.middleware.cache import ResponseCache
+from app.web.middleware.cache import ResponseCache, cacheable_routes
 from app.web.middleware.edge import edge_stack
 from app.web.middleware.requestlog import configure_logging
 from app.web.process import tune_process
@@ -98,12 +98,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         cache=cache,
     )
-    for feature in (lab, heads, kernel, cost, model):
-        application.include_router(feature.api)
-    application.include_router(health.router)
-    for feature in (lab, heads, kernel, cost, model, walkthrough, classroom, docs):
-        application.include_router(feature.pages)
-    application.include_router(assets.router)
+    routers = [
+        *(feature.api for feature in (lab, heads, kernel, cost, model)),
+        health.router,
+        *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
+        assets.router,
+    ]
+    for router in routers:
+        application.include_router(router)
+    cache.routes.update(cacheable_routes(route for router in routers for route in router.routes))
     application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 

@@ -120,7 +120,8 @@ def test_routes_that_did_not_opt_in_are_never_kept(fresh_client: TestClient) -> 
     fresh_client.get("/openapi.json")
     cache: ResponseCache = fresh_client.app.state.response_cache
     assert cache.entries == {}
-    assert cache.routes == set()
+    # Known from the start: the routes that depend on `cacheable`, and only those.
+    assert cache.routes == {("GET", "/"), ("POST", "/api/attention"), ("POST", "/api/model")}
 
 
 def test_any_route_opts_in_with_the_dependency() -> None:
@@ -203,3 +204,46 @@ def test_an_answer_sent_in_pieces_past_an_entry_is_sent_whole_and_not_kept() -> 
     assert offered == []  # the pieces were let go past an entry's size, never joined
     assert cache.entries == {}
     assert cache.routes == {("POST", "/p")}  # known as cacheable: a small answer would be kept
+
+
+def test_requests_that_arrive_together_for_one_answer_are_answered_once() -> None:
+    """A class opening the same link at once: one computation, the others wait and get its
+    answer; a request for another answer does not wait."""
+    cache = ResponseCache(max_bytes=10_000, max_entry_bytes=1_000)
+    cache.routes.add(("GET", "/p"))
+    computed: list[bytes] = []
+    release = asyncio.Event()
+
+    async def slow(scope: dict, receive: Callable, send: Callable) -> None:
+        computed.append(scope["query_string"])
+        scope["state"]["cacheable"] = True
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"answer " + scope["query_string"]})
+
+    middleware = CachedAnswers(slow, cache)  # one, as in the app
+
+    async def get(query: bytes) -> bytes:
+        sent: list[bytes] = []
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.body":
+                sent.append(message["body"])
+
+        scope = {"type": "http", "method": "GET", "path": "/p", "query_string": query,
+                 "headers": [], "state": {}}  # fmt: skip
+        await middleware(scope, None, send)  # type: ignore[arg-type]
+        return b"".join(sent)
+
+    async def run() -> list[bytes]:
+        answers = asyncio.gather(*(get(q) for q in (b"a", b"a", b"b", b"a")))
+        while len(middleware.in_flight) < 2:  # until both answers are under way
+            await asyncio.sleep(0)
+        for _ in range(10):  # and the repeated requests have had every chance to start
+            await asyncio.sleep(0)
+        assert computed == [b"a", b"b"]
+        release.set()
+        return await answers
+
+    assert asyncio.run(run()) == [b"answer a", b"answer a", b"answer b", b"answer a"]
+    assert computed == [b"a", b"b"]

@@ -9,9 +9,15 @@ One cache per app (so per settings); least recently used answers leave first. Ev
 entry holds counts against `max_bytes`: the answer's body and headers, and its key (which
 holds the request body, up to the body cap, and the headers it varies on), plus a fixed
 overhead; an entry larger than `max_entry_bytes` is never kept.
+
+Requests that arrive together for the same answer (a class opening the link on the
+projector) are answered once: while one is being computed, the same requests wait for it
+and are replayed its answer, instead of each computing it again.
 """
 
+import asyncio
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from threading import Lock
 
@@ -86,6 +92,18 @@ async def cacheable(request: Request) -> None:
     request.state.cacheable = True
 
 
+def cacheable_routes(routes: Iterable[object]) -> set[tuple[str, str]]:
+    """(method, path) of every route that depends on `cacheable`: known from the start, so
+    that the first requests, arriving together, are already answered once."""
+    known = set()
+    for route in routes:
+        dependant = getattr(route, "dependant", None)
+        if dependant is not None and any(d.call is cacheable for d in dependant.dependencies):
+            path, methods = getattr(route, "path", ""), getattr(route, "methods", ())
+            known.update((method, path) for method in methods)
+    return known
+
+
 class CachedAnswers:
     """Pure ASGI middleware: replays a kept answer, and keeps the 200 answers of routes that
     declared themselves `cacheable`."""
@@ -93,6 +111,7 @@ class CachedAnswers:
     def __init__(self, app: ASGIApp, cache: ResponseCache) -> None:
         self.app = app
         self.cache = cache
+        self.in_flight: dict[Key, asyncio.Event] = {}  # requests being answered, by key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.cache.max_entry_bytes == 0:
@@ -107,6 +126,9 @@ class CachedAnswers:
                 return  # the client went away
             key = cache_key(scope, body, headers)
             answer = self.cache.get(key)
+            while answer is None and key in self.in_flight:  # the same request, under way
+                await self.in_flight[key].wait()
+                answer = self.cache.get(key)  # None if it was not kept (an error, too large)
             if answer is not None:
                 scope.setdefault("state", {})[HELD] = True
                 headers_copy = list(answer.headers)  # middleware outside edits the list
@@ -144,8 +166,15 @@ class CachedAnswers:
                             scope["state"][HELD] = True
             await send(message)
 
-        # The body is kept as it is read, unless it was read above (then it is in the key).
-        await self.app(scope, receive if key is not None else tee_receive, keep_send)
+        if key is None:  # the body is kept as it is read
+            await self.app(scope, tee_receive, keep_send)
+            return
+        self.in_flight[key] = done = asyncio.Event()
+        try:
+            await self.app(scope, receive, keep_send)
+        finally:
+            del self.in_flight[key]
+            done.set()
 
 
 async def read_body(receive: Receive) -> bytes | None:

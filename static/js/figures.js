@@ -62,7 +62,10 @@
       font: font,
     }, present ? Object.assign(bigTicks(layout), {
       height: Math.max(layout.height || 0, 420) + 30,
-      margin: Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 30 }),
+      // A title that makes room for itself (title.automargin) needs the top margin left as
+      // small as it is: plotly pushes the plot down only when the title does not fit in it.
+      margin: ((layout.title || {}).automargin) ? layout.margin
+        : Object.assign({}, layout.margin, { t: ((layout.margin || {}).t || 70) + 30 }),
     }) : {});
   }
 

@@ -460,7 +460,8 @@ def check_colour_ranges(page: Page) -> int:
     "path",
     ["/", "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3", "/walkthrough?step=weights",
      "/heads?heads=8&kv_heads=2&mask=causal", "/kernel", "/kernel?decode_step=3", "/model",
-     "/heads?text=extraordinarily+unbelievable+circumstances+surrounding+international"],
+     "/heads?text=extraordinarily+unbelievable+circumstances+surrounding+international",
+     "/?present=1"],
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
@@ -478,7 +479,7 @@ def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
 
 # Per heatmap: its tick labels on each axis, the smallest font among them, how many pairs
 # of neighbours on one axis overlap (more than a pixel), and how many axis titles and key
-# labels the figure's title covers.
+# labels the figure's title covers (more than its line gap).
 TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
   .filter((gd) => (gd.data || []).some((t) => t.type === 'heatmap'))
   .map((gd) => {
@@ -486,8 +487,8 @@ TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
       .map((e) => ({box: e.getBoundingClientRect(),
                     size: parseFloat(getComputedStyle(e).fontSize)}));
     const x = labels('.xtick text'), y = labels('.ytick text');
-    const over = (a, b) => a.left + 1 < b.right && b.left + 1 < a.right
-      && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+    const over = (a, b, px = 1) => a.left + px < b.right && b.left + px < a.right
+      && a.top + px < b.bottom && b.top + px < a.bottom;
     const overlaps = [x, y].reduce((n, axis) => n + axis.slice(1)
       .filter((l, i) => over(l.box, axis[i].box)).length, 0);
     const sizes = [...x, ...y].map((l) => l.size);
@@ -495,7 +496,8 @@ TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
     const near = [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text')]
       .map((e) => e.getBoundingClientRect()).concat(x.map((l) => l.box));
     const under_title = title && title.textContent.trim()
-      ? near.filter((box) => over(title.getBoundingClientRect(), box)).length : 0;
+      // 4 px: a text's box holds its line gap, and a superscript (Q·Kᵀ) deepens the title's
+      ? near.filter((box) => over(title.getBoundingClientRect(), box, 4)).length : 0;
     return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps, under_title,
             smallest: sizes.length ? Math.min(...sizes) : 0};
   })"""

@@ -173,7 +173,10 @@ def test_headers_over_the_cap_get_431(address: tuple[str, int], headers: bytes) 
 
 def test_headers_within_the_cap_are_served(address: tuple[str, int]) -> None:
     status, _, _ = ask(
-        address, b"GET /healthz HTTP/1.1\r\nHost: lab\r\nX-Fine: " + b"a" * 7000 + b"\r\n\r\n"
+        address,
+        b"GET /healthz HTTP/1.1\r\nHost: lab\r\nConnection: close\r\nX-Fine: "
+        + b"a" * 7000
+        + b"\r\n\r\n",
     )
     assert status == 200
 

@@ -142,15 +142,22 @@ def format_number(
 
     Floats are rounded as Python rounds them; past 2⁵³, and for integers, the digits are
     exact (10³⁰ FLOPs keeps all 31). Many numbers at once: format_numbers."""
-    # The tables' numbers the short way: a Python float below 2⁵³ (NaN and ±∞ fail the
-    # test) with fixed decimals and no other option.
-    plain = digits is not None and not (trim or signed or scientific)
-    if plain and type(value) is float and -(2**53) < value < 2**53:
-        text = _fixed(value, f",.{digits}f")
-    else:
-        text = _general(value, digits, trim=trim, signed=signed, scientific=scientific)
+    text = _unmarked(value, digits, trim=trim, signed=signed, scientific=scientific)
     marks = _marks(_locale.get())
     return text if marks is None else text.translate(marks)
+
+
+def _unmarked(value: Any, digits: int | None, *, trim: bool, signed: bool, scientific: bool) -> str:
+    """format_number in Python's marks ("1,234.5"). The tables' numbers go the short way: a
+    Python float below 2⁵³ with fixed decimals and no other option."""
+    if digits is not None and not (trim or signed or scientific) and _short(value):
+        return _fixed(value, f",.{digits}f")
+    return _general(value, digits, trim=trim, signed=signed, scientific=scientific)
+
+
+def _short(value: Any) -> bool:
+    """Whether a value takes the short way: a Python float below 2⁵³ (NaN and ±∞ fail)."""
+    return type(value) is float and -(2**53) < value < 2**53
 
 
 def _fixed(value: float, spec: str) -> str:
@@ -163,7 +170,7 @@ def _fixed(value: float, spec: str) -> str:
 
 
 def _general(value: Any, digits: int | None, *, trim: bool, signed: bool, scientific: bool) -> str:
-    """format_number in Python's marks ("1,234.5"), for every value and option."""
+    """format_number in Python's marks, the long way: every value and option."""
     if value is None:
         return "−∞"
     if hasattr(value, "item"):  # a numpy scalar: its Python int or float
@@ -204,15 +211,9 @@ def _lines(values: list[Any], digits: int) -> str:
     run of finite floats below 2⁵³ (a table's numbers, as a rule) is written by one call of
     str.format, its minus signs made true ones and its negative zeros plain zeros after."""
     spec = f",.{digits}f"
-    if not all(type(v) is float and -(2**53) < v < 2**53 for v in values):
+    if not all(map(_short, values)):
         return "".join(
-            "\n"
-            + (
-                _fixed(v, spec)
-                if type(v) is float and -(2**53) < v < 2**53
-                else _general(v, digits, trim=False, signed=False, scientific=False)
-            )
-            for v in values
+            "\n" + _unmarked(v, digits, trim=False, signed=False, scientific=False) for v in values
         )
     text = (("\n{:" + spec + "}") * len(values)).format(*values) + "\n"
     if "-" in text:

@@ -39,6 +39,13 @@ COLOUR_BAR = {
 }
 CELL_FONT_PX = 11  # numbers in cells: never shrunk below this (figures.js drops them instead)
 LABEL_CELLS_UP_TO = 12
+
+
+def labels_cells(shape: Sequence[int]) -> bool:
+    """Whether a heatmap of this shape prints its numbers in its cells (else only on hover)."""
+    return max(shape) <= LABEL_CELLS_UP_TO
+
+
 GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing time and vanish
 
 Scale = Literal["sequential", "diverging"]
@@ -109,7 +116,7 @@ def heatmap(
     }
     if max(z.shape) <= GAPS_UP_TO:
         trace["xgap"] = trace["ygap"] = 1
-    if max(z.shape) <= LABEL_CELLS_UP_TO:
+    if labels_cells(z.shape):
         trace["text"] = cell_text(z, hidden_text=hidden_text, texts=texts)
         trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": CELL_FONT_PX}
@@ -355,7 +362,7 @@ def progress_map(
         zmax=last,
         showscale=False,  # three colours, named in the caption and the hover text
     )
-    if text is not None and max(state.shape) <= LABEL_CELLS_UP_TO:
+    if text is not None and labels_cells(state.shape):
         fig["data"][0]["text"] = text
     return fig
 

@@ -15,10 +15,7 @@ import numpy as np
 
 from app.core.i18n import format_numbers, format_rows, gettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
-from app.web.figures import (
-    LABEL_CELLS_UP_TO,
-    heatmap,
-)
+from app.web.figures import heatmap, labels_cells
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -210,8 +207,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
 
     def labelled(name: str) -> list[list[str]] | None:
         """The matrix's numbers for the cells of its heatmap, when they are printed there."""
-        small = max(np.shape(getattr(result, name))) <= LABEL_CELLS_UP_TO
-        return texts[name] if small else None
+        return texts[name] if labels_cells(np.shape(getattr(result, name))) else None
 
     weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
 
@@ -333,6 +329,6 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
         "scale_label": by,
         "stages": stages,
         "full_tables": full,
-        "cell_text": n <= LABEL_CELLS_UP_TO,
+        "cell_text": labels_cells((n, n)),
         "empty_rows": [tokens[r] for r in result.empty_rows],
     }

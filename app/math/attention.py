@@ -7,7 +7,9 @@ M is 0 where query i may see key j and −∞ where it may not; `allowed` is the
 form of M. Nothing here knows about the web.
 """
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 from hashlib import sha256
 
 import numpy as np
@@ -19,7 +21,20 @@ from app.math.seeded import Memo, standard_normals
 
 def causal_mask(n: int) -> np.ndarray:
     """Query i sees keys j ≤ i (a decoder: no peeking at the future)."""
-    return np.tri(n, dtype=bool)  # (n, n): the lower triangle, diagonal included
+    if n > KEPT_TRIANGLES:
+        return np.tri(n, dtype=bool)  # (n, n): the lower triangle, diagonal included
+    return _lower_triangle(n).copy()
+
+
+KEPT_TRIANGLES = 64  # causal masks up to this n are made once (at most 64² bytes each)
+
+
+@lru_cache(maxsize=KEPT_TRIANGLES)
+def _lower_triangle(n: int) -> np.ndarray:
+    """np.tri(n), read-only: every causal request of n tokens asks for the same one."""
+    mask = np.tri(n, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 def window_mask(n: int, w: int, causal: bool) -> np.ndarray:
@@ -70,6 +85,9 @@ def softmax(masked: np.ndarray) -> np.ndarray:
     0/0 = NaN.
     """
     row_max = masked.max(axis=-1, keepdims=True)  # (n, 1)
+    if np.isfinite(row_max).all():  # every row sees a key: its largest term is e⁰ = 1
+        exp = np.exp(masked - row_max)
+        return exp / exp.sum(axis=-1, keepdims=True)
     row_max[~np.isfinite(row_max)] = 0.0
     exp = np.exp(masked - row_max)
     total = exp.sum(axis=-1, keepdims=True)  # (n, 1)
@@ -97,7 +115,8 @@ class HeadStages:
     @property
     def empty_rows(self) -> list[int]:
         """Queries that see no key at all."""
-        return np.flatnonzero(~self.allowed.any(axis=-1)).tolist()
+        sees = self.allowed.any(axis=-1)  # (n,)
+        return [] if sees.all() else np.flatnonzero(~sees).tolist()
 
 
 def attend(
@@ -105,7 +124,7 @@ def attend(
 ) -> HeadStages:
     """softmax(Q·Kᵀ / √d_k + M) · V from already projected q, k, v."""
     scores = q @ k.T  # (n, n)
-    scale_factor = float(np.sqrt(q.shape[-1])) if scale else 1.0
+    scale_factor = math.sqrt(q.shape[-1]) if scale else 1.0
     scaled = scores / scale_factor
     masked = np.where(allowed, scaled, -np.inf)  # scaled + M
     weights = softmax(masked)

@@ -41,6 +41,14 @@ def test_causal_mask_hides_future_keys() -> None:
     ]
 
 
+@pytest.mark.parametrize("n", [1, 5, att.KEPT_TRIANGLES, att.KEPT_TRIANGLES + 1])
+def test_causal_mask_is_a_fresh_lower_triangle_each_time(n: int) -> None:
+    first = att.causal_mask(n)
+    np.testing.assert_array_equal(first, np.tril(np.ones((n, n), dtype=bool)))
+    first[:] = False  # the caller's own array: changing it changes no later mask
+    np.testing.assert_array_equal(att.causal_mask(n), np.tril(np.ones((n, n), dtype=bool)))
+
+
 @pytest.mark.parametrize(
     ("causal", "expected_row_2"),
     [(True, [False, True, True, False, False]), (False, [False, True, True, True, False])],

@@ -42,6 +42,7 @@ from fastapi.security.base import SecurityBase
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -119,6 +120,7 @@ class DirectCall:
     endpoint: Callable[..., Any]
     body_name: str
     dependencies: tuple[tuple[str | None, Callable[..., Any], str], ...]
+    asynchronous: bool  # the endpoint is a coroutine function (else it runs in the threadpool)
 
     @classmethod
     def of(cls, dependant: Dependant) -> "DirectCall | None":
@@ -148,7 +150,12 @@ class DirectCall:
             if not simple:
                 return None
             dependencies.append((sub.name, sub.call, sub.request_param_name))
-        return cls(dependant.call, dependant.body_params[0].name, tuple(dependencies))
+        return cls(
+            dependant.call,
+            dependant.body_params[0].name,
+            tuple(dependencies),
+            inspect.iscoroutinefunction(dependant.call),
+        )
 
     async def __call__(self, request: Request, body: Any) -> Response:
         values = {self.body_name: body}
@@ -156,7 +163,7 @@ class DirectCall:
             value = await call(**{request_name: request})
             if name is not None:
                 values[name] = value
-        if inspect.iscoroutinefunction(self.endpoint):
+        if self.asynchronous:
             response = await self.endpoint(**values)
         else:
             response = await run_in_threadpool(self.endpoint, **values)
@@ -272,6 +279,7 @@ class DirectRoute:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = JSONRequest(scope, receive)
         try:
+            request._body = await whole_body(receive)  # what request.body() would read
             response = await self.call(request, await validated_body(request, self.adapter))
         except Exception as error:
             handler = exception_handler(scope["app"], error)
@@ -282,6 +290,19 @@ class DirectRoute:
             else:
                 response = await run_in_threadpool(handler, request, error)
         await response(scope, receive, send)
+
+
+async def whole_body(receive: Receive) -> bytes:
+    """The request's body, read as Request.body() reads it (ClientDisconnect if the client
+    leaves first), without its stream of chunks."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def exception_handler(app: Any, error: Exception) -> Callable[..., Any] | None:

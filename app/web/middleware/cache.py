@@ -41,9 +41,8 @@ class Answer:
 
 def entry_bytes(key: Key, answer: Answer) -> int:
     """What one entry holds, in bytes: key, answer headers and body, and the overhead."""
-    key_bytes = sum(len(part) for part in key)
     header_bytes = sum(len(name) + len(value) for name, value in answer.headers)
-    return key_bytes + header_bytes + len(answer.body) + ENTRY_OVERHEAD
+    return sum(map(len, key)) + header_bytes + len(answer.body) + ENTRY_OVERHEAD
 
 
 def cache_key(scope: Scope, body: bytes, headers: dict[bytes, bytes] | None = None) -> Key:
@@ -111,7 +110,9 @@ class CachedAnswers:
     def __init__(self, app: ASGIApp, cache: ResponseCache) -> None:
         self.app = app
         self.cache = cache
-        self.in_flight: dict[Key, asyncio.Event] = {}  # requests being answered, by key
+        # Requests being answered, by key, with the event their twins wait on (made by the
+        # first twin to come: most requests have none).
+        self.in_flight: dict[Key, asyncio.Event | None] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.cache.max_entry_bytes == 0:
@@ -127,7 +128,10 @@ class CachedAnswers:
             key = cache_key(scope, body, headers)
             answer = self.cache.get(key)
             while answer is None and key in self.in_flight:  # the same request, under way
-                await self.in_flight[key].wait()
+                under_way = self.in_flight[key]
+                if under_way is None:
+                    under_way = self.in_flight[key] = asyncio.Event()
+                await under_way.wait()
                 answer = self.cache.get(key)  # None if it was not kept (an error, too large)
             if answer is not None:
                 scope.setdefault("state", {})[HELD] = True
@@ -169,12 +173,13 @@ class CachedAnswers:
         if key is None:  # the body is kept as it is read
             await self.app(scope, tee_receive, keep_send)
             return
-        self.in_flight[key] = done = asyncio.Event()
+        self.in_flight[key] = None
         try:
             await self.app(scope, receive, keep_send)
         finally:
-            del self.in_flight[key]
-            done.set()
+            waited_on = self.in_flight.pop(key)
+            if waited_on is not None:
+                waited_on.set()
 
 
 async def read_body(receive: Receive) -> bytes | None:

@@ -47,10 +47,26 @@ class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def log_time(now: float | None = None) -> str:
+    """The time (now, or `now` in seconds since the epoch) as a log line writes it, to the
+    millisecond in UTC: 2026-12-01T21:50:01.250+00:00. The part up to the second is made once
+    per second, since a busy server writes thousands of lines in each."""
+    now = time.time() if now is None else now
+    second = int(now)
+    micros = round((now - second) * 1e6)  # rounded to the microsecond, as datetime does
+    if micros == 1_000_000:
+        second, micros = second + 1, 0
+    if _second[0] != second:
+        _second[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_second[1]}.{micros // 1000:03d}+00:00"
+
+
+_second: list[Any] = [None, ""]  # the last second log_time wrote, and its text
+
+
 def json_line(level: str, logger: str, message: str, fields: dict[str, Any]) -> str:
     """One log line: time, level, logger, message, then the fields."""
-    now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    line = {"time": now, "level": level, "logger": logger, "message": message, **fields}
+    line = {"time": log_time(), "level": level, "logger": logger, "message": message, **fields}
     return dumps(line).decode()
 
 

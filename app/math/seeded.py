@@ -67,6 +67,39 @@ def _xorshift(v: np.ndarray) -> np.ndarray:
     return v ^ (v >> _SHIFT)
 
 
+# The same hashing for one seed, in Python integers (cheaper than numpy's own for a few seeds,
+# and than the arrays above below BATCH_MIN): the pool's two zero words hashed at import,
+# then each (source, destination, constant, next constant) of the twelve mixing steps.
+_ZERO_WORDS = [int(v) for v in _xorshift((np.uint32(0) ^ _FILL[0][2:, 0]) * _FILL[1][2:, 0])]
+_STEPS = [
+    (s, int(before[d, 0]), int(after[d, 0]), d)
+    for s, before, after in _ROUNDS
+    for d in range(_POOL)
+    if d != s
+]
+_OUT = [(i, int(_GEN[0][w, 0]), int(_GEN[1][w, 0])) for w, i in enumerate(_EXPAND)]
+_MIX_L_INT, _MIX_R_INT = int(_MIX_L), int(_MIX_R)
+
+
+def pcg64_state(seed: int) -> tuple[int, int]:
+    """(state, inc) of `np.random.PCG64(seed)` for one 0 ≤ seed < 2⁶⁴ (pcg64_states' one)."""
+    lo = ((seed & _M32) ^ _A[0]) * _A[1] & _M32
+    hi = ((seed >> 32) ^ _A[1]) * _A[2] & _M32
+    pool = [lo ^ (lo >> 16), hi ^ (hi >> 16), *_ZERO_WORDS]
+    for source, before, after, target in _STEPS:
+        hashed = ((pool[source] ^ before) * after) & _M32
+        hashed ^= hashed >> 16
+        mixed = (_MIX_L_INT * pool[target] - _MIX_R_INT * hashed) & _M32
+        pool[target] = mixed ^ (mixed >> 16)
+    w = []
+    for i, before, after in _OUT:
+        word = ((pool[i] ^ before) * after) & _M32
+        w.append(word ^ (word >> 16))
+    inc = (((w[4] | w[5] << 32) << 64 | w[6] | w[7] << 32) << 1 | 1) & _M128
+    state = ((inc + ((w[0] | w[1] << 32) << 64 | w[2] | w[3] << 32)) * _PCG_MULT + inc) & _M128
+    return state, inc
+
+
 def pcg64_states(seeds: Sequence[int]) -> list[tuple[int, int]]:
     """(state, inc) of `np.random.PCG64(seed)` for each 0 ≤ seed < 2⁶⁴, all at once."""
     entropy = np.array(seeds, dtype=np.uint64)  # (k,)
@@ -105,14 +138,10 @@ def _generator() -> tuple[np.random.PCG64, np.random.Generator]:
 
 def standard_normals(seeds: Sequence[int], shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
     """`[np.random.default_rng(s).standard_normal(shape) for s, shape in zip(seeds, shapes)]`."""
-    if len(seeds) < BATCH_MIN:
-        return [
-            np.random.default_rng(s).standard_normal(shape)
-            for s, shape in zip(seeds, shapes, strict=True)
-        ]
+    states = [pcg64_state(s) for s in seeds] if len(seeds) < BATCH_MIN else pcg64_states(seeds)
     bits, generator = _generator()
     out = []
-    for (state, inc), shape in zip(pcg64_states(seeds), shapes, strict=True):
+    for (state, inc), shape in zip(states, shapes, strict=True):
         bits.state = {
             "bit_generator": "PCG64",
             "state": {"state": state, "inc": inc},

@@ -31,6 +31,13 @@ def test_pcg64_states_are_numpys(seeds: list[int]) -> None:
         assert (state, inc) == (expected["state"], expected["inc"]), seed
 
 
+@pytest.mark.parametrize("seeds", [EDGE_SEEDS, random_seeds(2000)], ids=["edges", "random"])
+def test_one_seeds_pcg64_state_is_numpys(seeds: list[int]) -> None:
+    for seed in seeds:
+        expected = np.random.PCG64(seed).state["state"]
+        assert seeded.pcg64_state(seed) == (expected["state"], expected["inc"]), seed
+
+
 @pytest.mark.parametrize("count", [1, seeded.BATCH_MIN - 1, seeded.BATCH_MIN, 300])
 @pytest.mark.parametrize("shape", [(1,), (7,), (3, 5)])
 def test_standard_normals_equal_default_rng(count: int, shape: tuple[int, ...]) -> None:

@@ -175,9 +175,8 @@ def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
 def random_projection(d_in: int, d_out: int, seed: int = 0, name: str = "w") -> np.ndarray:
     """A seeded d_in × d_out projection with variance 1/d_in, rounded for readable tables."""
 
-    def make(_: list[tuple[str, int, str, int, int]]) -> list[np.ndarray]:
+    def make() -> np.ndarray:
         rng = np.random.default_rng(_seed(seed, "projection", name, str(d_in), str(d_out)))
-        return [np.round(rng.standard_normal((d_in, d_out)) / np.sqrt(d_in), 2)]
+        return np.round(rng.standard_normal((d_in, d_out)) / np.sqrt(d_in), 2)
 
-    [w] = GENERATED.get_many([("projection", seed, name, d_in, d_out)], make)
-    return w.copy()
+    return GENERATED.get(("projection", seed, name, d_in, d_out), make).copy()

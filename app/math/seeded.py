@@ -171,6 +171,18 @@ class Memo:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def get(self, key: K, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """The array of one key; `make()` makes it when it is not held."""
+        with self._lock:
+            values = self._entries.get(key)
+            if values is not None:
+                self._entries.move_to_end(key)
+                return values
+        values = make()
+        values.flags.writeable = False
+        self._keep([key], [values])
+        return values
+
     def get_many(
         self, keys: Sequence[K], make: Callable[[list[K]], list[np.ndarray]]
     ) -> list[np.ndarray]:

@@ -84,6 +84,23 @@ def test_memo_makes_only_what_it_lacks_once_each() -> None:
     assert memo.bytes == 3 * (16 + seeded.Memo.ENTRY_OVERHEAD)
 
 
+def test_memo_get_makes_one_key_once_and_shares_the_bound() -> None:
+    memo = seeded.Memo(1 << 20)
+    made: list[str] = []
+
+    def make(key: str) -> np.ndarray:
+        made.append(key)
+        return np.full(3, float(ord(key)))
+
+    first = memo.get("a", lambda: make("a"))
+    again = memo.get("a", lambda: make("a"))
+    [also] = memo.get_many(["a"], lambda keys: [make(k) for k in keys])
+    assert made == ["a"]
+    assert first is again is also
+    assert not first.flags.writeable
+    assert memo.bytes == 3 * 8 + seeded.Memo.ENTRY_OVERHEAD
+
+
 def test_memo_drops_the_least_recently_used_beyond_its_bound() -> None:
     entry = 80 + seeded.Memo.ENTRY_OVERHEAD  # ten float64 numbers and the fixed overhead
     memo = seeded.Memo(3 * entry)

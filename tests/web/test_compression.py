@@ -9,11 +9,12 @@ import orjson
 import pytest
 import zstandard
 from fastapi.testclient import TestClient
+from isal import isal_zlib
 
 from app.main import create_app
 from app.settings import Settings
 from app.web.middleware import compression as comp
-from app.web.middleware.compression import Kept, chosen_encoding
+from app.web.middleware.compression import LARGE_ORDER, Kept, chosen_encoding
 
 DECODE = {
     "zstd": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
@@ -46,6 +47,32 @@ def raw_post(client: TestClient, body: dict, encoding: str) -> tuple[str, bytes]
 )
 def test_the_encoding_is_the_fastest_the_client_accepts(header: str, chosen: str | None) -> None:
     assert chosen_encoding(header) == chosen
+
+
+@pytest.mark.parametrize(
+    ("header", "chosen"),
+    [
+        ("gzip, deflate, br, zstd", "zstd"),
+        ("gzip, deflate, br", "gzip"),  # as Safari asks
+        ("br", "br"),
+        ("gzip;q=0, br", "br"),
+        ("*", "zstd"),
+        ("identity", None),
+    ],
+)
+def test_large_answers_prefer_gzip_to_br(header: str, chosen: str | None) -> None:
+    assert chosen_encoding(header, LARGE_ORDER) == chosen
+
+
+def test_a_client_that_takes_gzip_and_br_gets_br_for_a_page_and_gzip_for_a_large_answer(
+    client: TestClient,
+) -> None:
+    page = client.get("/", headers={"accept-encoding": "gzip, br"})
+    sent, packed = raw_post(client, BIG, "gzip, br")
+    _, plain = raw_post(client, BIG, "identity")
+    assert page.headers["content-encoding"] == "br"
+    assert sent == "gzip"
+    assert DECODE["gzip"](packed) == plain
 
 
 @pytest.mark.parametrize("encoding", ["zstd", "br", "gzip"])
@@ -163,4 +190,15 @@ def test_large_answers_are_gzipped_by_isal_no_larger_than_zlib_level_1(
     packed = comp.packed("gzip", plain)
     assert zlib.decompress(packed, wbits=31) == plain  # any inflate reads it
     assert len(packed) <= len(zlib.compress(plain, 1, wbits=31))
+    assert len(packed) <= len(isal_zlib.compress(plain, 1, wbits=31))  # level 2: no larger
     assert len(packed) < 0.5 * len(plain)
+
+
+def test_brotli_settings_of_large_answers_cost_little_size(client: TestClient) -> None:
+    """br's faster settings for large answers (see compression.py) write them a little larger
+    than the outer layer's quality does (at most 20 %)."""
+    _, plain = raw_post(client, BIG, "identity")
+    packed = comp.packed("br", plain)
+    reference = brotli.compress(plain, quality=comp.BROTLI_QUALITY)
+    assert brotli.decompress(packed) == plain
+    assert len(reference) < len(packed) < 1.2 * len(reference)

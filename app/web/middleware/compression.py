@@ -7,9 +7,10 @@ the encoding (zstd, then br, then gzip, among those the client accepts) and comp
 the event loop what is small or streamed (pages, fragments, files), which costs well under a
 millisecond. Inside it, `LargeAnswers` takes the one-shot answers of at least
 `thread_above` bytes (the stage matrices at n = 256 are 6 MB) and marks them
-Content-Encoding so that the outer layer leaves them be. It compresses them in the work
-thread (app/web/work.py), so /healthz and small requests never wait behind tens of
-milliseconds of compression (gzip there is ISA-L's, see `PACKERS`):
+Content-Encoding so that the outer layer leaves them be. It picks their encoding itself
+(zstd, then gzip, then br: `LARGE_ORDER`) and compresses them with settings of their own
+(`PACKERS`: gzip there is ISA-L's) in the work thread (app/web/work.py), so /healthz and
+small requests never wait behind tens of milliseconds of compression:
 
 - an answer the response cache holds is compressed in one go and the compressed bytes are
   kept (least recently used out first, within `keep_bytes`, counting the plain answer they
@@ -40,34 +41,47 @@ from app.web.middleware.cache import HELD
 from app.web.work import run_work
 
 ZSTD_LEVEL, BROTLI_QUALITY, GZIP_LEVEL = 1, 1, 1  # fast: the stage matrices are noisy floats
-ISAL_GZIP_LEVEL = 1  # ISA-L's levels are 0 to 3
 # A large answer the cache does not hold goes out compressed in pieces of this many bytes.
 STREAM_PIECE_BYTES = 512 * 1024
+
+# Large answers have settings of their own where they write and read them faster for about
+# the same size. Measured on the 6.34 MB answer at n = 256, d = 64 (CPU of one thread, the
+# least of 15 runs, read as bench_api.py's clients read: Python's zlib, brotli, zstandard):
+# - gzip: ISA-L's (Intel's) level 2: 2.63 MB in 19.0 ms, inflated in 18.5 ms (level 1: 2.66 MB
+#   in 18.6 ms, inflated in 22.4 ms; level 0: 3.36 MB, no faster); zlib's level 1 took ~90 ms.
+# - br: quality 0 with a 16 kB window: 2.62 MB in 23.8 ms, read in 17.6 ms (quality 1: 2.52 MB
+#   in 34.3 ms, read in 22.8 ms; 0.5 MB answers come out 18 % larger than at quality 1).
+# - zstd: level 1, as outside (2.44 MB in 12 ms, read in 4.5 ms). A hash table of 2¹¹
+#   entries instead of 2¹⁴ wrote it 15-25 % faster but 4 % larger (14 % at 0.5 MB); the fast
+#   negative levels write no faster here (11 ms at -1) and leave the digits unencoded (4.7 MB).
+# All three let go of the GIL while they work.
+LARGE_BROTLI = {"quality": 0, "lgwin": 14}
+ISAL_GZIP_LEVEL = 2  # ISA-L's levels are 0 to 3
+# The order of preference: starlette-compress's for the outer layer (br writes small pages
+# smaller than gzip); for large answers, gzip before br (as small, and faster both ways).
+ORDER = ("zstd", "br", "gzip")
+LARGE_ORDER = ("zstd", "gzip", "br")
 
 
 class Packer(Protocol):
     """A compressor fed piece by piece: what it has written so far, then the rest."""
 
-    def compress(self, data: bytes) -> bytes: ...
+    def compress(self, data: bytes | memoryview) -> bytes: ...
 
     def flush(self) -> bytes: ...
 
 
 class BrotliPacker:
     def __init__(self) -> None:
-        self._compressor = brotli.Compressor(quality=BROTLI_QUALITY)
+        self._compressor = brotli.Compressor(**LARGE_BROTLI)
 
-    def compress(self, data: bytes) -> bytes:
+    def compress(self, data: bytes | memoryview) -> bytes:
         return self._compressor.process(data)
 
     def flush(self) -> bytes:
         return self._compressor.finish()
 
 
-# gzip is ISA-L's (Intel's), at its level 1: a stream any inflate reads, a little smaller than
-# zlib's level 1 in about a quarter of its time (6.34 MB at n = 256, d = 64: 2.66 MB in
-# ~25 ms, against 2.75 MB in ~90 ms; zlib's Huffman coding alone, 2.88 MB in ~45 ms, also
-# took the client twice as long to inflate). All three let go of the GIL while they work.
 PACKERS: dict[str, Callable[[], Packer]] = {
     "zstd": lambda: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj(),
     "br": BrotliPacker,
@@ -81,7 +95,7 @@ def packed(encoding: str, body: bytes) -> bytes:
     return packer.compress(body) + packer.flush()
 
 
-def packed_piece(packer: Packer, piece: bytes, last: bool) -> bytes:
+def packed_piece(packer: Packer, piece: bytes | memoryview, last: bool) -> bytes:
     """What `packer` writes for the next `piece` of a body (and its end when `last`)."""
     out = packer.compress(piece)
     return out + packer.flush() if last else out
@@ -90,8 +104,9 @@ def packed_piece(packer: Packer, piece: bytes, last: bool) -> bytes:
 COMPRESSIBLE = (b"application/json", b"text/", b"application/javascript", b"image/svg+xml")
 
 
-def chosen_encoding(accept_encoding: str) -> str | None:
-    """The encoding the outer layer would pick: zstd, br, gzip in that order, q > 0."""
+def chosen_encoding(accept_encoding: str, order: tuple[str, ...] = ORDER) -> str | None:
+    """The first encoding of `order` that the client accepts (q > 0); `ORDER` is the outer
+    layer's."""
     accepted = set()
     for item in accept_encoding.lower().split(","):
         coding, _, params = item.partition(";")
@@ -102,7 +117,7 @@ def chosen_encoding(accept_encoding: str) -> str | None:
         except ValueError:
             continue
         accepted.add(coding.strip())
-    for encoding in PACKERS:
+    for encoding in order:
         if encoding in accepted or "*" in accepted:
             return encoding
     return None
@@ -155,7 +170,7 @@ class LargeAnswers:
             await self.app(scope, receive, send)
             return
         accept = b",".join(v for k, v in scope["headers"] if k == b"accept-encoding")
-        encoding = chosen_encoding(accept.decode("latin-1")) if accept else None
+        encoding = chosen_encoding(accept.decode("latin-1"), LARGE_ORDER) if accept else None
         if encoding is None:
             await self.app(scope, receive, send)
             return
@@ -207,9 +222,10 @@ class LargeAnswers:
         def compress_all() -> None:
             try:
                 packer = PACKERS[encoding]()
+                view = memoryview(body)  # pieces without copies
                 for offset in range(0, len(body), STREAM_PIECE_BYTES):
                     last = offset + STREAM_PIECE_BYTES >= len(body)
-                    piece = body[offset : offset + STREAM_PIECE_BYTES]
+                    piece = view[offset : offset + STREAM_PIECE_BYTES]
                     loop.call_soon_threadsafe(pieces.put_nowait, packed_piece(packer, piece, last))
             except BaseException as error:  # handed to the loop, which raises it
                 loop.call_soon_threadsafe(pieces.put_nowait, error)

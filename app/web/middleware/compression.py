@@ -48,7 +48,7 @@ STREAM_PIECE_BYTES = 512 * 1024
 # the same size. Measured on the 6.34 MB answer at n = 256, d = 64 (CPU of one thread, the
 # least of 15 runs, read as bench_api.py's clients read: Python's zlib, brotli, zstandard):
 # - gzip: ISA-L's (Intel's) level 2: 2.63 MB in 19.0 ms, inflated in 18.5 ms (level 1: 2.66 MB
-#   in 18.6 ms, inflated in 22.4 ms; level 0: 3.36 MB, no faster); zlib's level 1 took ~90 ms.
+#   in 18.6 ms, inflated in 22.4 ms; level 0: 3.36 MB, barely faster); zlib's level 1 took ~90 ms.
 # - br: quality 0 with a 16 kB window: 2.62 MB in 23.8 ms, read in 17.6 ms (quality 1: 2.52 MB
 #   in 34.3 ms, read in 22.8 ms; 0.5 MB answers come out 18 % larger than at quality 1).
 # - zstd: level 1, as outside (2.44 MB in 12 ms, read in 4.5 ms). A hash table of 2¹¹

@@ -34,6 +34,31 @@ class MultiHeadStages:
     output: np.ndarray | None  # (n, d_model) concat · W_O, when W_O is given
 
 
+@dataclass(frozen=True)
+class PositionedHead:
+    """One head with position applied: what its projections saw, and its stages."""
+
+    x_in: np.ndarray  # (n, d_model) x + PE for sinusoidal, x itself otherwise
+    head: HeadStages
+
+
+def one_head_attention(
+    x: np.ndarray,
+    w_q: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    allowed: np.ndarray,
+    scale: bool = True,
+    positional: Positional = "none",
+) -> PositionedHead:
+    """multi_head_attention with h = g = 1 (w_q, w_k, w_v each (d_model, d)), without the
+    lists and the concatenation around its one head: /api/attention's hot path."""
+    x_in = add_position(x, positional)  # (n, d_model)
+    q = rotate(x_in @ w_q, positional)  # (n, d_k)
+    k = rotate(x_in @ w_k, positional)  # (n, d_k)
+    return PositionedHead(x_in, attend(q, k, x_in @ w_v, allowed, scale))
+
+
 def multi_head_attention(
     x: np.ndarray,
     w_q: np.ndarray,

@@ -18,7 +18,8 @@ from app.features.stages.service import (
     resolve_sequence,
 )
 from app.math import attention as att
-from app.math.positional import Positional, add_position, rotate
+from app.math import heads as mh
+from app.math.positional import Positional
 from app.settings import Settings
 
 
@@ -88,24 +89,15 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
 
 
-@dataclass(frozen=True)
-class HeadRun:
-    """One head computed: what its projections saw, and its stages."""
-
-    x_in: np.ndarray  # (n, d_model) x + PE for sinusoidal, x itself otherwise
-    head: att.HeadStages
-
-
-def one_head(inputs: HeadInputs, allowed: np.ndarray) -> HeadRun:
+def one_head(inputs: HeadInputs, allowed: np.ndarray) -> mh.PositionedHead:
     """The single head of /api/attention, position applied as the request says: added to x
     before the projections (sinusoidal), or rotating q and k after them (rope)."""
-    x_in = add_position(inputs.x, inputs.positional)  # (n, d_model)
-    q = rotate(x_in @ inputs.w_q, inputs.positional)  # (n, d_k)
-    k = rotate(x_in @ inputs.w_k, inputs.positional)  # (n, d_k)
-    return HeadRun(x_in, att.attend(q, k, x_in @ inputs.w_v, allowed, inputs.scale))
+    return mh.one_head_attention(
+        inputs.x, inputs.w_q, inputs.w_k, inputs.w_v, allowed, inputs.scale, inputs.positional
+    )
 
 
-def inputs_used(inputs: HeadInputs, run: HeadRun) -> dict[str, Any]:
+def inputs_used(inputs: HeadInputs, run: mh.PositionedHead) -> dict[str, Any]:
     """The inputs as they were resolved (generated numbers included), by the field names of
     ResolvedInputs."""
     return {

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from app.main import create_app
 from app.math import heads as mh
 from app.math.attention import attention_head, build_mask
+from app.math.positional import Positional
 from app.settings import Settings
 
 # ---------------------------------------------------------------- the reference, by hand
@@ -144,6 +145,21 @@ def test_one_head_without_position_is_the_single_head_engine() -> None:
     np.testing.assert_array_equal(result.concat, head.output)
     np.testing.assert_array_equal(head.weights, single.weights)
     np.testing.assert_array_equal(head.output, single.output)
+
+
+@pytest.mark.parametrize("positional", ["none", "sinusoidal", "rope"])
+def test_one_head_attention_is_multi_head_attention_with_one_head(positional: Positional) -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 4))
+    w_q, w_k, w_v = rng.standard_normal((3, 4, 4))
+    allowed = build_mask(5, causal=True)
+    one = mh.one_head_attention(x, w_q, w_k, w_v, allowed, True, positional)
+    many = mh.multi_head_attention(x, w_q[None], w_k[None], w_v[None], allowed, True, positional)
+    np.testing.assert_array_equal(one.x_in, many.x_in)
+    for name in ("q", "k", "v", "scores", "masked", "weights", "output"):
+        np.testing.assert_array_equal(getattr(one.head, name), getattr(many.heads[0], name))
+    if positional != "none":  # position reached the head: not the plain projections
+        assert not np.array_equal(one.head.scores, (x @ w_q) @ (x @ w_k).T)
 
 
 def test_query_heads_of_one_group_share_keys_and_values() -> None:

@@ -39,10 +39,10 @@ def short_text(text: str) -> str:
     return f"({text})" if text.startswith("−") else text
 
 
-def shorts(matrix: Any) -> list[list[str]]:
-    """short_text() of every entry, once: a hover sum uses each factor in many cells (q_i in
-    a whole row of Q·Kᵀ, v_j in every output row)."""
-    return [[short_text(t) for t in row] for row in format_rows(np.asarray(matrix, dtype=float))]
+def shorts(rows: list[list[str]]) -> list[list[str]]:
+    """short_text() of every entry of a formatted matrix, once: a hover sum uses each factor
+    in many cells (q_i in a whole row of Q·Kᵀ, v_j in every output row)."""
+    return [[short_text(t) for t in row] for row in rows]
 
 
 class HeadTexts:
@@ -62,8 +62,8 @@ class HeadTexts:
 
     @cached_property
     def factors(self) -> dict[str, list[list[str]]]:
-        """shorts() of q, k, v and the weights."""
-        return {name: shorts(getattr(self.result, name)) for name in ("q", "k", "v", "weights")}
+        """shorts() of q, k, v and the weights, from their texts (formatted once)."""
+        return {name: shorts(self[name]) for name in ("q", "k", "v", "weights")}
 
 
 def _products(left: Sequence[str], right: Sequence[str]) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from app.core.i18n import format_rows
 from app.features.lab.download import stages_csv
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
@@ -100,7 +101,7 @@ def test_markup_in_labels_reaches_plotly_as_entities() -> None:
 
 @pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
 def test_short_factors(value: float, text: str) -> None:
-    assert shorts([[value]]) == [[text]]
+    assert shorts(format_rows([[value]])) == [[text]]
 
 
 def test_csv_rows_count_every_cell() -> None:

@@ -30,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from server import Server
+from server import Server, cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 POST_EMPTY = """wrk.method = "POST"
@@ -81,12 +81,6 @@ class Result:
     requests: int
     error_kinds: str
     cpu_us: float = 0.0  # the server's CPU time (user + system) per request
-
-
-def cpu_seconds(pid: int) -> float:
-    """A process's CPU time so far (user + system), from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def millis(text: str) -> float:

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_api import median_seconds, running_app
+from server import cpu_seconds, process_stat
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
@@ -118,26 +119,24 @@ def lab_url(n: int) -> str:
 ALL_DRAWN = "() => !!window.AttentionLab && window.AttentionLab.pendingFigures() === 0"
 
 
-def cpu_seconds() -> float:
+def started_cpu_seconds() -> float:
     """User + system CPU time of every process this benchmark started (server, chromium)."""
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                parents.setdefault(int(process_stat(int(entry))[1]), []).append(int(entry))
             except OSError:
                 continue
-            parents.setdefault(int(stat[1]), []).append(int(entry))
-    ticks, todo = 0, list(parents.get(os.getpid(), []))
+    seconds, todo = 0.0, list(parents.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
         todo += parents.get(pid, [])
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            seconds += cpu_seconds(pid)
         except OSError:
             continue
-        ticks += int(stat[11]) + int(stat[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return seconds
 
 
 def wait_until_drawn(page: Page, seconds: float = 30) -> None:
@@ -157,11 +156,11 @@ def edit_to_redraw(browser: Browser, base: str, n: int) -> tuple[float, float, f
     page.goto(lab_url(n))
     wait_until_drawn(page)
     page.evaluate(TIME_ONE_EDIT, ["w_q-0-0", "0.1"])  # warm up: plotly builds its state
-    cpu_before = cpu_seconds()
+    cpu_before = started_cpu_seconds()
     times = [
         page.evaluate(TIME_ONE_EDIT, ["w_q-0-0", f"{0.2 + k / 100:.2f}"]) for k in range(EDITS)
     ]
-    cpu_ms = (cpu_seconds() - cpu_before) * 1000 / EDITS
+    cpu_ms = (started_cpu_seconds() - cpu_before) * 1000 / EDITS
     context.close()
     shown, every = (statistics.median(t[i] for t in times) for i in (0, 1))
     return shown, every, cpu_ms

@@ -11,6 +11,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def process_stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command's name (Linux): state, parent pid, …
+    (field k of proc(5) is item k − 3)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system)."""
+    stat = process_stat(pid)
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

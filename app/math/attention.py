@@ -132,18 +132,6 @@ def attend(
     return HeadStages(q, k, v, scores, scale_factor, scaled, allowed, masked, weights, output)
 
 
-def attention_head(
-    x: np.ndarray,
-    w_q: np.ndarray,
-    w_k: np.ndarray,
-    w_v: np.ndarray,
-    allowed: np.ndarray,
-    scale: bool = True,
-) -> HeadStages:
-    """Project X into Q = X·W_Q, K = X·W_K, V = X·W_V, then attend."""
-    return attend(x @ w_q, x @ w_k, x @ w_v, allowed, scale)
-
-
 # ---------------------------------------------------------------- generated inputs
 
 

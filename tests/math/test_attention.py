@@ -9,9 +9,8 @@ from app.math import attention as att
 
 def worked_example() -> att.HeadStages:
     allowed = att.causal_mask(3)
-    return att.attention_head(
-        rules.WORKED_X, rules.WORKED_W_Q, rules.WORKED_W_K, rules.WORKED_W_V, allowed
-    )
+    x = rules.WORKED_X
+    return att.attend(x @ rules.WORKED_W_Q, x @ rules.WORKED_W_K, x @ rules.WORKED_W_V, allowed)
 
 
 def test_worked_example_token_table() -> None:

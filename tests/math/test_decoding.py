@@ -73,7 +73,7 @@ def test_a_window_drops_the_first_tokens_and_the_output_moves_away_from_full() -
     causal = att.causal_mask(8)
     full = dc.decode(x, w_q, w_k, w_v, causal, 2)
     window = dc.decode(x, w_q, w_k, w_v, causal, 2, policy=dc.CachePolicy("window", 2))
-    reference = att.attention_head(x, w_q, w_k, w_v, causal).output
+    reference = att.attend(x @ w_q, x @ w_k, x @ w_v, causal).output
     np.testing.assert_allclose(full.output, reference, rtol=0, atol=EXACT)  # full: no difference
     gap = np.abs(window.output - reference).max(axis=1)
     assert gap[:2].max() <= EXACT  # the first two tokens still see everything

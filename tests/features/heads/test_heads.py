@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.main import create_app
 from app.math import heads as mh
-from app.math.attention import attention_head, build_mask
+from app.math.attention import attend, build_mask
 from app.math.positional import Positional
 from app.settings import Settings
 
@@ -139,7 +139,7 @@ def test_one_head_without_position_is_the_single_head_engine() -> None:
     allowed = build_mask(5, causal=True)
     result = mh.multi_head_attention(x, w_q[None], w_k[None], w_v[None], allowed)
     (head,), kv = result.heads, result.kv_head
-    single = attention_head(x, w_q, w_k, w_v, allowed)
+    single = attend(x @ w_q, x @ w_k, x @ w_v, allowed)  # Q = X·W_Q, K = X·W_K, V = X·W_V
     assert kv == [0]
     assert result.output is None
     np.testing.assert_array_equal(result.concat, head.output)

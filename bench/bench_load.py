@@ -12,6 +12,10 @@ return a fixed body of the same size, in the same run. Workloads:
   their own states sends, which no cache can answer;
 - `GET /`: the lab page.
 
+With `--floor`, the distinct states also go to bench/floor_app.py: the app with every layer
+and the validation, but /api/attention answering fixed bytes instead of computing: what the
+app costs before any attention is computed, the bound of its ratio to the bare endpoint.
+
 Printed: throughput, p50 / p99 latency and errors, the ratio to the bare app, and the
 server's CPU time per request (user + system, from /proc: on a machine shared with other
 work, the CPU a request costs moves less than the requests per second do). Goals
@@ -141,6 +145,11 @@ def main() -> None:
         choices=CHOICES,
         help="measure only this workload (repeatable); default all three",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure the distinct states on bench/floor_app.py (the app without the work)",
+    )
     args = parser.parse_args()
     chosen = [CHOICES[c] for c in args.workload] if args.workload else list(CHOICES.values())
     workloads = [w for w in WORKLOADS if w[0] in chosen]
@@ -167,10 +176,16 @@ def main() -> None:
              "BENCH_PAGE_BYTES": str(sizes["page"])},
             ready_path="/",
         )  # fmt: skip
+        if args.floor and "distinct states" in chosen:
+            servers["floor"] = Server(
+                ["-m", "bench.floor_app"], {"BENCH_API_BYTES": str(sizes["distinct states"])}
+            )
         results: dict[tuple[str, str], Result] = {}
         bare_post: Result | None = None  # the bare POST is the same for both API workloads
         for name, method, path, lua in workloads:
             for app, server in servers.items():
+                if app == "floor" and name != "distinct states":
+                    continue
                 if app == "bare" and method == "POST" and bare_post is not None:
                     results[(app, name)] = bare_post
                     continue
@@ -193,10 +208,12 @@ def main() -> None:
           f" {'errors':>7} {'vs bare':>8} {'CPU µs/req':>11}")  # fmt: skip
     for name, method, path, _ in workloads:
         base = results[("bare", name)]
-        for app in ("lab", "bare"):
+        for app in ("lab", "floor", "bare"):
+            if (app, name) not in results:
+                continue
             r = results[(app, name)]
             ratio = r.requests_per_s / base.requests_per_s
-            size = sizes["distinct states" if app == "bare" and method == "POST" else name]
+            size = sizes["distinct states" if app != "lab" and method == "POST" else name]
             print(
                 f"{method + ' ' + path + ' ' + name:26.26} {app:5} {size:7d} "
                 f"{r.requests_per_s:8.0f} {r.p50_ms:8.1f} {r.p99_ms:8.1f} {r.errors:7d} "

@@ -15,8 +15,7 @@ fails until none is left).
 import gettext as stdlib_gettext
 import io
 import math
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from contextvars import ContextVar
 from decimal import Decimal
 from functools import lru_cache
@@ -59,6 +58,8 @@ def translations(locale: str) -> stdlib_gettext.NullTranslations:
 
 def accepted_locales(header: str) -> list[str]:
     """The languages of an Accept-Language header, most wanted first ("es-MX;q=0.9" → "es")."""
+    if not header:
+        return []
     ranked: list[tuple[float, int, str]] = []
     for position, item in enumerate(header.split(",")):
         tag, _, params = item.strip().partition(";")
@@ -87,14 +88,25 @@ def current_locale() -> str:
     return _locale.get()
 
 
-@contextmanager
-def use_locale(locale: str) -> Iterator[None]:
+class LocaleBlock:
+    """`with` block rendering in one locale: the locale set on entry, the one before back on
+    exit (a class, not a generator: it runs around every request)."""
+
+    __slots__ = ("_token", "locale")
+
+    def __init__(self, locale: str) -> None:
+        self.locale = locale
+
+    def __enter__(self) -> None:
+        self._token = _locale.set(self.locale)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _locale.reset(self._token)
+
+
+def use_locale(locale: str) -> LocaleBlock:
     """Render in `locale` for the length of the block (the middleware's one job)."""
-    token = _locale.set(locale)
-    try:
-        yield
-    finally:
-        _locale.reset(token)
+    return LocaleBlock(locale)
 
 
 def gettext(message: str) -> str:

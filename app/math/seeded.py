@@ -191,19 +191,24 @@ class Memo:
     ) -> list[np.ndarray]:
         """The array of every key; `make(missing keys)` makes those not held, in one call."""
         entries = self._entries
+        held: list[np.ndarray | None] = []
+        missing: dict[K, None] = {}  # in order, each once
         with self._lock:
-            held = [entries.get(key) for key in keys]
-            for key, values in zip(keys, held, strict=True):
-                if values is not None:
+            for key in keys:
+                values = entries.get(key)
+                if values is None:
+                    missing[key] = None
+                else:
                     entries.move_to_end(key)
-        if all(values is not None for values in held):
+                held.append(values)
+        if not missing:
             return held  # type: ignore[return-value]  (none is None)
-        missing = list(dict.fromkeys(k for k, v in zip(keys, held, strict=True) if v is None))
-        made = make(missing)
+        wanted = list(missing)
+        made = make(wanted)
         for values in made:
             values.flags.writeable = False
-        self._keep(missing, made)
-        new = dict(zip(missing, made, strict=True))
+        self._keep(wanted, made)
+        new = dict(zip(wanted, made, strict=True))
         return [new[k] if v is None else v for k, v in zip(keys, held, strict=True)]
 
     def _keep(self, keys: list[K], made: list[np.ndarray]) -> None:

@@ -15,6 +15,11 @@ from app.math.cost import kv_cache_bytes_per_token
 from app.settings import Settings
 
 DEFAULT_D_HEAD = 2
+# The request fields that can fix each width, the first given one fixing it.
+WIDTH_SOURCES = {
+    "d_model": ("x", "d_model", "w_q", "w_k", "w_v", "w_o"),
+    "d_head": ("d_head", "w_q", "w_k", "w_v"),
+}
 
 
 KV_BYTES_PER_ELEMENT = 2  # fp16 / bf16, as the cost calculator defaults
@@ -91,10 +96,7 @@ def compute_heads(req: HeadsRequest, settings: Settings) -> HeadsResult:
         {"d_model": d_model, "d_head": d_head},
         settings.max_tokens,
         settings.max_width,
-        fields={
-            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v", "w_o"), "d_model"),
-            "d_head": req.first_given(("d_head", "w_q", "w_k", "w_v"), "d_head"),
-        },
+        field_of=lambda label: req.first_given(WIDTH_SOURCES[label], label),
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_head", d_head)

@@ -47,6 +47,12 @@ class HeadInputs:
         return self.x.shape[1], self.w_q.shape[1], self.w_v.shape[1]
 
 
+# The request fields that can fix each width, the first given one fixing it.
+WIDTH_SOURCES = {
+    "d_model": ("x", "d_model", "w_q", "w_k", "w_v"),
+    "d_k": ("d_k", "w_q", "w_k"),
+    "d_v": ("d_v", "w_v"),
+}
 WORKED_PROJECTIONS = {"w_q": rules.WORKED_W_Q, "w_k": rules.WORKED_W_K, "w_v": rules.WORKED_W_V}
 
 
@@ -76,11 +82,7 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
         {"d_model": d_model, "d_k": w_q.shape[1], "d_v": w_v.shape[1]},
         settings.max_tokens,
         settings.max_width,
-        fields={
-            "d_model": req.first_given(("x", "d_model", "w_q", "w_k", "w_v"), "d_model"),
-            "d_k": req.first_given(("d_k", "w_q", "w_k"), "d_k"),
-            "d_v": req.first_given(("d_v", "w_v"), "d_v"),
-        },
+        field_of=lambda label: req.first_given(WIDTH_SOURCES[label], label),
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_k", w_q.shape[1])

@@ -7,6 +7,7 @@ reported at the field to change, like pydantic's own errors. What needs the defa
 (the mask and the query against the number of tokens) or the settings (how many tokens, how
 wide) is checked by `check_mask` and `check_limits`, which raise InputError at the field."""
 
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import (
@@ -179,12 +180,13 @@ def check_limits(
     widths: dict[str, int],
     max_tokens: int,
     max_width: int,
-    fields: dict[str, str] | None = None,
+    field_of: Callable[[str], str] | None = None,
 ) -> None:
     """The limits set for this server (settings), applied after defaults are filled in.
 
-    `widths` maps d_model, d_k, … to their values; `fields` says which request field set each
-    one (x sets d_model, for example), so the error points at the field to change.
+    `widths` maps d_model, d_k, … to their values; `field_of(label)` says which request field
+    set one (x sets d_model, for example), so the error points at the field to change. It is
+    asked only about a width over the limit.
     """
     if n > max_tokens:
         raise InputError(
@@ -193,7 +195,7 @@ def check_limits(
         )
     for label, width in widths.items():
         if width > max_width:
-            field = (fields or {}).get(label, label)
+            field = field_of(label) if field_of is not None else label
             said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
             raise InputError(
                 (field,),

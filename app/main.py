@@ -34,13 +34,15 @@ from app.web.work import use_work_threads
 
 @asynccontextmanager
 async def started(application: FastAPI) -> AsyncIterator[None]:
-    """Once started: the work threads and the page threads set (app/web/work.py,
+    """Once started: the libraries and static files compressed (app/web/assets.py; once per
+    process), the work threads and the page threads set (app/web/work.py,
     Settings.page_threads), the process tuned (the GIL switch interval and glibc's malloc,
     app/web/process.py); and, with `freeze_gc`, every object made so far (modules, routes,
     templates) moved out of the garbage collector's sight: a full collection then scans only
     what requests leave behind, a fraction of a millisecond instead of tens that would stall
     every request."""
     settings: Settings = application.state.settings
+    await to_thread.run_sync(assets.pack_all)
     use_work_threads(settings.work_threads)
     to_thread.current_default_thread_limiter().total_tokens = settings.page_threads
     tune_process(settings)

@@ -100,16 +100,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         cache=cache,
     )
+    # Routes are tried in order, a few microseconds each: the files a class asks for most
+    # (every page links half a dozen) first, then the pages, the lab first; the JSON APIs are
+    # mostly called directly (app/web/middleware/direct.py) and do not wait on the order.
+    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     routers = [
+        assets.router,
+        *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
         *(feature.api for feature in (lab, heads, kernel, cost, model)),
         health.router,
-        *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
-        assets.router,
     ]
     for router in routers:
         application.include_router(router)
     cache.routes.update(cacheable_routes(route for router in routers for route in router.routes))
-    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 
 

@@ -34,13 +34,15 @@ from app.web.work import use_work_threads
 
 @asynccontextmanager
 async def started(application: FastAPI) -> AsyncIterator[None]:
-    """Once started: the work threads and the page threads set (app/web/work.py,
+    """Once started: the libraries and static files compressed (app/web/assets.py; once per
+    process), the work threads and the page threads set (app/web/work.py,
     Settings.page_threads), the process tuned (the GIL switch interval and glibc's malloc,
     app/web/process.py); and, with `freeze_gc`, every object made so far (modules, routes,
     templates) moved out of the garbage collector's sight: a full collection then scans only
     what requests leave behind, a fraction of a millisecond instead of tens that would stall
     every request."""
     settings: Settings = application.state.settings
+    await to_thread.run_sync(assets.pack_all)
     use_work_threads(settings.work_threads)
     to_thread.current_default_thread_limiter().total_tokens = settings.page_threads
     tune_process(settings)
@@ -98,16 +100,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         cache=cache,
     )
+    # Routes are tried in order, a few microseconds each: the files a class asks for most
+    # (every page links half a dozen) first, then the pages, the lab first; the JSON APIs are
+    # mostly called directly (app/web/middleware/direct.py) and do not wait on the order.
+    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     routers = [
+        assets.router,
+        *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
         *(feature.api for feature in (lab, heads, kernel, cost, model)),
         health.router,
-        *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
-        assets.router,
     ]
     for router in routers:
         application.include_router(router)
     cache.routes.update(cacheable_routes(route for router in routers for route in router.routes))
-    application.mount("/static", assets.VersionedStaticFiles(directory=STATIC_DIR), name="static")
     return application
 
 

@@ -1,15 +1,20 @@
-"""Browser libraries from installed packages: gzipped once, versioned URLs, cached for a year.
+"""Browser libraries from installed packages and the files under static/: compressed once,
+versioned URLs, cached for a year.
 
 plotly.js comes from the plotly package and Swagger UI (the API docs at /docs) from
 swagger-ui-bundle-v2. Nothing is loaded from a CDN and no copy of either lives in the
 repository. Files under /static get the same year-long caching when their URL carries a
 content hash.
 
-Files under static/ do not change while the app runs (their hashes are computed once too),
-so each is looked up on disk and read once, then served from memory: a class opening the
-lab asks for half a dozen of them per student, and a file read through threads costs a
-millisecond where the bytes in memory cost a tenth of that. The answers are StaticFiles'
-own (ETag, Last-Modified, 304, HEAD); a Range request is read from the disk as before.
+None of these files changes while the app runs, so each is read and compressed once, at
+start-up (`pack_all`, in a thread, before the first request is served), and every request is
+answered from memory in the encoding it accepts: a class opening the lab asks for half a
+dozen files per student, and compressing them per request (plotly.js at gzip level 9: about
+0.2 s for its 4.8 MB) would make each student's page wait for the others' files. The
+libraries are gzipped (brotli or zstd at their best levels take seconds on 4.8 MB); the
+small static files get zstd, br and gzip at their best levels, which the outer compression
+layer leaves be. The answers of /static are StaticFiles' own (ETag, Last-Modified, 304,
+HEAD); a Range request is read from the disk, plain, as before.
 """
 
 import gzip
@@ -17,20 +22,26 @@ import hashlib
 import os
 import stat
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
+from pathlib import Path
 
+import brotli
 import plotly
+import zstandard
 from fastapi import APIRouter, Request
 from fastapi.staticfiles import StaticFiles
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import NotModifiedResponse
 from starlette.types import Receive, Scope, Send
 from swagger_ui_bundle import swagger_ui_path
 
 from app import STATIC_DIR
+from app.web.middleware.compression import ORDER, chosen_encoding
 
 router = APIRouter(include_in_schema=False)
 ONE_YEAR = "public, max-age=31536000, immutable"
@@ -45,32 +56,73 @@ FILES: dict[str, tuple[Traversable, str]] = {
     SWAGGER_CSS_URL: (swagger_ui_path / "swagger-ui.css", CSS),
 }
 
-
-# A class opens the lab at once: without the lock, every request that arrived before the first
-# gzip of plotly.js finished would gzip its 4.8 MB again (about 0.4 s of CPU each).
-_packing = threading.Lock()
-
-
-def packed(url: str) -> tuple[bytes, bytes]:
-    """(plain, gzipped) bytes of the file served at `url`, read and gzipped once."""
-    with _packing:
-        return _read_and_gzip(url)
+# Each encoding at its best level: a file is compressed once, so only its size matters.
+ENCODERS = {
+    "zstd": lambda data: zstandard.ZstdCompressor(level=19).compress(data),
+    "br": lambda data: brotli.compress(data, quality=11),
+    "gzip": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
+}
+LIBRARY_ENCODINGS = ("gzip",)
 
 
-@lru_cache(maxsize=len(FILES))
-def _read_and_gzip(url: str) -> tuple[bytes, bytes]:
-    plain = FILES[url][0].read_bytes()
-    return plain, gzip.compress(plain, compresslevel=9, mtime=0)
+@dataclass(frozen=True)
+class Packed:
+    """A file's bytes, and the same compressed in each encoding that makes them smaller."""
+
+    plain: bytes
+    encoded: dict[str, bytes]
+
+    def choose(self, accept_encoding: str) -> tuple[bytes, str | None]:
+        """The body for a client sending this Accept-Encoding, and its Content-Encoding."""
+        encoding = chosen_encoding(accept_encoding, tuple(e for e in ORDER if e in self.encoded))
+        return (self.plain, None) if encoding is None else (self.encoded[encoding], encoding)
+
+
+def pack(plain: bytes, encodings: tuple[str, ...]) -> Packed:
+    encoded = {e: ENCODERS[e](plain) for e in encodings}
+    return Packed(plain, {e: body for e, body in encoded.items() if len(body) < len(plain)})
+
+
+# Files packed so far, by URL (the libraries) or full path (static/): a few dozen. A class
+# opens the lab at once: without a file's lock, every request that arrived before its first
+# packing finished would pack it again.
+_packed: dict[str, Packed] = {}
+_locks: dict[str, threading.Lock] = {}
+_locks_lock = threading.Lock()
+
+
+def packed(key: str) -> Packed:
+    """The packed bytes of a library's URL or of a static file's full path, packed once."""
+    found = _packed.get(key)
+    if found is None:
+        with _locks_lock:
+            lock = _locks.setdefault(key, threading.Lock())
+        with lock:
+            found = _packed.get(key)
+            if found is None:
+                if key in FILES:
+                    found = pack(FILES[key][0].read_bytes(), LIBRARY_ENCODINGS)
+                else:
+                    found = pack(Path(key).read_bytes(), tuple(ENCODERS))
+                _packed[key] = found
+    return found
+
+
+def pack_all() -> None:
+    """Pack every library and every file under static/ (at start-up), two at a time: each
+    encoder lets go of the GIL while it works."""
+    files = sorted(str(p) for p in STATIC_DIR.rglob("*") if p.is_file())
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(packed, [*FILES, *files]))
 
 
 def serve(url: str, media_type: str) -> None:
-    def asset(request: Request) -> Response:
-        plain, gzipped = packed(url)
+    async def asset(request: Request) -> Response:
+        body, encoding = packed(url).choose(request.headers.get("accept-encoding", ""))
         headers = {"Cache-Control": ONE_YEAR, "Vary": "Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
-            headers["Content-Encoding"] = "gzip"
-            return Response(gzipped, media_type=media_type, headers=headers)
-        return Response(plain, media_type=media_type, headers=headers)
+        if encoding is not None:
+            headers["Content-Encoding"] = encoding
+        return Response(body, media_type=media_type, headers=headers)
 
     router.add_api_route(url, asset, methods=["GET"], name=url)
 
@@ -86,34 +138,36 @@ def content_hash(path: str) -> str:
     return hashlib.sha256((STATIC_DIR / path).read_bytes()).hexdigest()[:10]
 
 
-@lru_cache(maxsize=256)
-def file_bytes(full_path: str) -> bytes:
-    """A static file's bytes, read on first use (the files under static/ are few)."""
-    with open(full_path, "rb") as file:
-        return file.read()
-
-
 class KeptFileResponse(FileResponse):
-    """A FileResponse (the same headers) whose body comes from memory, unless the request
-    asks for a byte range, which FileResponse reads from the file."""
+    """A FileResponse (the same headers) whose body comes from memory, in the encoding the
+    request accepts (Content-Encoding, Vary and Content-Length then say so), unless the
+    request asks for a byte range, which FileResponse reads from the file."""
 
-    def __init__(self, content: bytes, *args: object, **kwargs: object) -> None:
+    def __init__(self, content: Packed, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.content = content
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.status_code != 200 or "range" in Headers(scope=scope):
+        request_headers = Headers(scope=scope)
+        if self.status_code != 200 or "range" in request_headers:
             await super().__call__(scope, receive, send)
             return
-        body = b"" if scope["method"].upper() == "HEAD" else self.content
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        body, encoding = self.content.choose(request_headers.get("accept-encoding", ""))
+        headers = MutableHeaders(raw=list(self.raw_headers))
+        if encoding is not None:
+            headers["Content-Encoding"] = encoding
+            headers["Content-Length"] = str(len(body))
+            headers.add_vary_header("Accept-Encoding")
+        if scope["method"].upper() == "HEAD":
+            body = b""
+        await send({"type": "http.response.start", "status": 200, "headers": headers.raw})
         await send({"type": "http.response.body", "body": body})
         if self.background is not None:
             await self.background()
 
 
 class VersionedStaticFiles(StaticFiles):
-    """/static files, served from memory once read (the module docstring); a URL whose
+    """/static files, served from memory once packed (the module docstring); a URL whose
     query is exactly `v=<the file's content hash>` (as `static_url` writes it) never
     changes, so browsers may keep it for a year without asking again. Any other query
     (`dev=1`, an old hash) gets the default revalidation."""
@@ -134,7 +188,7 @@ class VersionedStaticFiles(StaticFiles):
         self, full_path: str, stat_result: os.stat_result, scope: Scope, status_code: int = 200
     ) -> Response:
         response = KeptFileResponse(
-            file_bytes(full_path), full_path, status_code=status_code, stat_result=stat_result
+            packed(full_path), full_path, status_code=status_code, stat_result=stat_result
         )
         if self.is_not_modified(response.headers, Headers(scope=scope)):
             return NotModifiedResponse(response.headers)
@@ -158,7 +212,7 @@ def favicon() -> Response:
     """Browsers ask /favicon.ico of any page without an icon link (JSON, fragments, /healthz):
     they get the SVG icon instead of a 404 in their console."""
     return Response(
-        file_bytes(str(STATIC_DIR / "favicon.svg")),  # read once, as every static file
+        packed(str(STATIC_DIR / "favicon.svg")).plain,  # read once, as every static file
         media_type="image/svg+xml",
         headers={"Cache-Control": "public, max-age=86400"},
     )

@@ -57,6 +57,18 @@ def plotly_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def plotly_rows(rows: list[list[str]]) -> list[list[str]]:
+    """plotly_text of every text of a matrix (a heatmap's hover texts, n² of them): a row
+    that holds none of the three characters is kept as it is, without a call per text."""
+    return [
+        [plotly_text(text) for text in row] if _has_markup("".join(row)) else row for row in rows
+    ]
+
+
+def _has_markup(text: str) -> bool:
+    return "&" in text or "<" in text or ">" in text
+
+
 def fmt(value: Any, digits: int = 3) -> str:
     """A number as the tables print it: three decimals by default, in the reader's
     convention (app.core.i18n.format_number); −∞ for hidden scores, − for negatives."""
@@ -121,7 +133,7 @@ def heatmap(
         trace["texttemplate"] = "%{text}"
         trace["textfont"] = {"size": CELL_FONT_PX}
     if hover is not None:
-        trace["customdata"] = [[plotly_text(h) for h in row] for row in hover]
+        trace["customdata"] = plotly_rows(hover)
         trace["hovertemplate"] = "%{customdata}<extra></extra>"
     data = [trace]
     layout: dict[str, Any] = {

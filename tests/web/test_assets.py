@@ -1,4 +1,4 @@
-"""Browser libraries served from installed packages: versioned, gzipped on request, cached."""
+"""Libraries from installed packages and static files: versioned, compressed once, cached."""
 
 import gzip
 import time
@@ -17,10 +17,10 @@ from app.web.assets import (
     PLOTLY_URL,
     SWAGGER_CSS_URL,
     VersionedStaticFiles,
-    file_bytes,
 )
 from app.web.templating import static_url
 from tests.routes import PAGES
+from tests.web.test_compression import DECODE
 
 
 @pytest.mark.parametrize("url", list(FILES))
@@ -78,6 +78,7 @@ def test_a_static_file_from_memory_answers_as_starlettes_static_files(
     method: str, headers: dict[str, str]
 ) -> None:
     client = both_static()
+    headers = {**headers, "accept-encoding": "identity"}
     for name in ("js/live.js", "favicon.svg", "js/live.js"):  # the second time from memory
         plain = client.request(method, f"/plain/{name}", headers=headers)
         kept = client.request(method, f"/kept/{name}", headers=headers)
@@ -90,12 +91,50 @@ def test_a_static_file_from_memory_answers_as_starlettes_static_files(
             assert again.status_code == 304
 
 
-def test_a_static_file_is_read_from_disk_once() -> None:
+@pytest.mark.parametrize("encoding", ["zstd", "br", "gzip"])
+def test_a_static_file_is_sent_compressed_once_in_the_encoding_the_client_prefers(
+    encoding: str,
+) -> None:
+    """The same answer as StaticFiles' plain one but for the body, compressed at start-up in
+    the encoding of the outer layer's order that the client accepts (Content-Encoding,
+    Content-Length, Vary say so); its ETag still answers 304, HEAD says how long it is."""
     client = both_static()
-    file_bytes.cache_clear()
+    file = (STATIC_DIR / "app.css").read_bytes()
+    plain = client.get("/plain/app.css", headers={"accept-encoding": "identity"})
+    accept = {"zstd": "gzip, br, zstd", "br": "gzip, br", "gzip": "gzip, deflate"}[encoding]
+    with client.stream("GET", "/kept/app.css", headers={"accept-encoding": accept}) as kept:
+        body = b"".join(kept.iter_raw())
+    assert kept.headers["content-encoding"] == encoding
+    assert DECODE[encoding](body) == file
+    assert int(kept.headers["content-length"]) == len(body) < len(file) / 3
+    assert kept.headers["vary"] == "Accept-Encoding"
+    changed = {"content-encoding", "content-length", "vary"}
+    assert [h for h in kept.headers.multi_items() if h[0] not in changed] == [
+        h for h in plain.headers.multi_items() if h[0] != "content-length"
+    ]
+    head = client.head("/kept/app.css", headers={"accept-encoding": accept})
+    assert head.headers["content-length"] == kept.headers["content-length"]
+    again = client.get(
+        "/kept/app.css", headers={"accept-encoding": accept, "if-none-match": kept.headers["etag"]}
+    )
+    assert again.status_code == 304
+
+
+def test_a_static_file_is_read_and_compressed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = both_static()
+    key = str(STATIC_DIR / "app.css")
+    packings: list[int] = []
+    real = assets.pack
+
+    def counted(plain: bytes, encodings: tuple[str, ...]) -> assets.Packed:
+        packings.append(len(plain))
+        return real(plain, encodings)
+
+    monkeypatch.setattr(assets, "pack", counted)
+    monkeypatch.delitem(assets._packed, key, raising=False)
     for _ in range(3):
         assert client.get("/kept/app.css").content == (STATIC_DIR / "app.css").read_bytes()
-    assert file_bytes.cache_info().misses == 1
+    assert packings == [len((STATIC_DIR / "app.css").read_bytes())]
     assert client.get("/kept/no-such-file.css").status_code == 404
     assert client.get("/kept/../pyproject.toml").status_code == 404
 
@@ -127,12 +166,9 @@ def test_a_library_is_gzipped_once_when_a_class_asks_for_it_at_once(
         return real(data, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(assets.gzip, "compress", counted)
-    assets._read_and_gzip.cache_clear()
-    try:
-        with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(assets.packed, [SWAGGER_CSS_URL] * 8))
-    finally:
-        assets._read_and_gzip.cache_clear()
+    monkeypatch.delitem(assets._packed, SWAGGER_CSS_URL, raising=False)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(assets.packed, [SWAGGER_CSS_URL] * 8))
     assert len(calls) == 1
-    assert all(answer == answers[0] for answer in answers)
-    assert gzip.decompress(answers[0][1]) == answers[0][0]
+    assert all(answer is answers[0] for answer in answers)
+    assert gzip.decompress(answers[0].encoded["gzip"]) == answers[0].plain

@@ -87,6 +87,19 @@ def test_answers_come_in_the_accepted_encoding_and_decode_to_the_plain_answer(
     assert DECODE[encoding](packed) == plain
 
 
+def test_a_page_is_gzipped_by_isal_no_larger_than_zlib_level_1(client: TestClient) -> None:
+    """The outer layer's gzip is ISA-L's (app/web/middleware/compression.page_gzip): the
+    bytes sent are its, any inflate reads them, and they are no larger than zlib's level 1."""
+    url = "/?tokens=the+cat+sat+on+the+mat&fragment=results"
+    plain = client.get(url, headers={"accept-encoding": "identity"}).content
+    with client.stream("GET", url, headers={"accept-encoding": "gzip"}) as answer:
+        packed = b"".join(answer.iter_raw())
+    assert answer.headers["content-encoding"] == "gzip"
+    assert packed == comp.page_gzip(plain)
+    assert zlib.decompress(packed, wbits=31) == plain
+    assert len(packed) <= len(zlib.compress(plain, 1, wbits=31))
+
+
 def test_large_answers_are_compressed_in_a_worker_thread_once_per_cached_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from app.web.figures import DIVERGING, HIDDEN_COLOUR, heatmap, plotly_text
+from app.web.figures import DIVERGING, HIDDEN_COLOUR, heatmap, plotly_rows, plotly_text
 from app.web.multiples import small_multiples, thumbnail
 
 
@@ -19,6 +19,12 @@ from app.web.multiples import small_multiples, thumbnail
 )
 def test_plotly_text_escapes_plotly_markup(typed: str, escaped: str) -> None:
     assert plotly_text(typed) == escaped
+
+
+def test_hover_texts_are_escaped_row_by_row_as_one_by_one() -> None:
+    rows = [["q_a · k_b = 1", "a → b"], ["q_<b> · k_a = 2", "x & y"], ["AT&T", "c > d"]]
+    assert plotly_rows(rows) == [[plotly_text(t) for t in row] for row in rows]
+    assert plotly_rows(rows)[1] == ["q_&lt;b&gt; · k_a = 2", "x &amp; y"]
 
 
 def test_heatmap_labels_and_hover_are_escaped_and_repeats_numbered() -> None:

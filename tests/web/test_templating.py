@@ -8,7 +8,7 @@ import pytest
 from jinja2 import Environment, StrictUndefined, UndefinedError
 from markupsafe import Markup
 
-from app.core.i18n import format_number, gettext, ngettext, use_locale
+from app.core.i18n import format_number, format_rows, gettext, ngettext, use_locale
 from app.web.templating import PageEnvironment, cells, environment
 
 CASES = [
@@ -72,8 +72,26 @@ def test_table_cells_are_formatted_once_with_hidden_ones_marked() -> None:
     rows = [[0.5, None], [-0.0004, 1234.5678]]
     with use_locale("es"):
         assert cells(rows) == [
-            [(format_number(0.5, 3), False), ("−∞", True)],
-            [("0,000", False), ("1.234,568", False)],
+            f'<td>{format_number(0.5, 3)}</td><td class="hidden-cell">−∞</td>',
+            "<td>0,000</td><td>1.234,568</td>",
         ]
-        assert cells(np.array([[1, -2]]), 1) == [[("1,0", False), ("−2,0", False)]]
-        assert cells(np.array([[None, 2.5]], dtype=object), 1) == [[("−∞", True), ("2,5", False)]]
+        assert cells(np.array([[1, -2]]), 1) == ["<td>1,0</td><td>−2,0</td>"]
+        assert cells(np.array([[None, 2.5]], dtype=object), 1) == [
+            '<td class="hidden-cell">−∞</td><td>2,5</td>'
+        ]
+    assert all(isinstance(row, Markup) for row in cells(rows))
+
+
+def test_table_cells_print_as_the_per_cell_loop_did() -> None:
+    """The rows `cells` writes are the markup the matrix_table macro wrote cell by cell."""
+    loop = PageEnvironment(autoescape=True).from_string(
+        "{% for row in rows %}{% for text, hidden in row %}<td"
+        '{% if hidden %} class="hidden-cell"{% endif %}>{{ text }}</td>{% endfor %}|{% endfor %}'
+    )
+    matrix = [[0.5, None, -1e-9], [float("nan"), 12345.678, -0.0]]
+    texts = format_rows(matrix)
+    rows = [
+        [(t, v is None) for t, v in zip(tr, r, strict=True)]
+        for tr, r in zip(texts, matrix, strict=True)
+    ]
+    assert "".join(row + "|" for row in cells(matrix)) == loop.render(rows=rows)

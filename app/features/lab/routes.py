@@ -59,11 +59,11 @@ def answer(req: AttentionRequest, settings: Settings) -> JSONResponse:
     return JSONResponse(compute_attention(req, settings))
 
 
-def lab_state(query: Annotated[PageQuery, page_query(LabParams)], settings: SettingsDep) -> LabPage:
-    return lab_page(query.items, settings)
-
-
-LabDep = Annotated[LabPage, Depends(lab_state)]
+# The lab's query, read on the event loop; each route computes its state where it runs (a
+# sync route in the page thread, the CSV in the work thread), so that a page costs one hop
+# to a thread, not one for the state and another for the page: every hop waits its turn
+# behind the class's other pages.
+LabQuery = Annotated[PageQuery, page_query(LabParams)]
 
 
 def problems_json(page: LabPage) -> JSONResponse:
@@ -72,11 +72,12 @@ def problems_json(page: LabPage) -> JSONResponse:
 
 
 @pages.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
-def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
+def lab(request: Request, query: LabQuery, settings: SettingsDep, fragment: str = "") -> Response:
     """The head lab. A button's `action` redirects to the state it produced; bad input
     renders the page with its problems next to the controls (422). The live fragment answers
     200 either way: a half-typed number is a normal moment of editing, not a failed request
     (its messages carry data-problems). `fragment=results` leaves the controls out."""
+    page = lab_page(query.items, settings)
     if fragment:
         context = lab_context(page, with_editor=fragment != "results")
         return templates.TemplateResponse(request, "lab/_fragment.html", context)
@@ -90,23 +91,25 @@ def lab(request: Request, page: LabDep, fragment: str = "") -> Response:
 
 
 @pages.get("/lab.json")
-def lab_json(page: LabDep) -> JSONResponse:
+def lab_json(query: LabQuery, settings: SettingsDep) -> JSONResponse:
     """The lab's state as the /api/attention result."""
+    page = lab_page(query.items, settings)
     return JSONResponse(page.result) if page.ok else problems_json(page)
 
 
 @pages.get("/lab.csv")
-async def lab_csv(page: LabDep, settings: SettingsDep) -> Response:
-    """Every stage of the lab's state, one number per line (written in the work thread, in
-    arrival order with the other heavy work: up to 12 MB of text at n = 256)."""
+async def lab_csv(query: LabQuery, settings: SettingsDep) -> Response:
+    """Every stage of the lab's state, one number per line (computed and written in the work
+    thread, in arrival order with the other heavy work: up to 12 MB of text at n = 256)."""
+    return await run_work(csv_answer, query.items, settings)
+
+
+def csv_answer(items: tuple[tuple[str, str], ...], settings: Settings) -> Response:
+    page = lab_page(items, settings)
     if not page.ok:
         return problems_json(page)
     result = page.result
     size = AttentionResult.csv_bytes(len(result.tokens), result.d_model, result.d_k, result.d_v)
     check_answer(size, settings.answer_budget_bytes, BUDGET_FIELDS, source="query")
-    return await run_work(csv_answer, result)
-
-
-def csv_answer(result: AttentionResult) -> Response:
     headers = {"Content-Disposition": 'attachment; filename="attention-lab.csv"'}
     return Response(stages_csv(result), media_type="text/csv", headers=headers)

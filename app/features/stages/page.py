@@ -216,7 +216,7 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
         matrix = np.asarray(getattr(result, name), dtype=float)[rows]
         if name == "masked":
             matrix = np.where(allowed[rows], matrix, np.nan)
-        cells = [[None if np.isnan(x) else x for x in row] for row in matrix.tolist()]
+        cells = [[None if x != x else x for x in row] for row in matrix.tolist()]  # NaN: hidden
         return _table(cells, tokens[rows], tokens, caption)
 
     stages = [

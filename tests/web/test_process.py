@@ -1,7 +1,6 @@
 """Process tuning at start-up: the GIL switch interval and glibc's malloc settings."""
 
 import asyncio
-import ctypes
 import os
 import subprocess
 import sys
@@ -18,18 +17,6 @@ from app.web import process
 from app.web.process import glibc, tune_process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class MallInfo2(ctypes.Structure):
-    """glibc's struct mallinfo2 (malloc.h): counts of the heap and of mapped blocks."""
-
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd",
-            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
-        )
-    ]  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -51,8 +38,7 @@ MAPPED_AFTER_A_LARGER_FREE = """
 import ctypes, sys
 from app.settings import Settings
 from app.web.process import glibc, tune_process
-sys.path.insert(0, "tests/web")
-from test_process import MallInfo2
+from tests.web.mallinfo import MallInfo2  # not test_process: its imports take seconds
 libc = glibc()
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]

@@ -23,7 +23,7 @@ def test_page_opens_on_the_seed_table_and_follows_the_length(page: Page) -> None
     for fig in ("fig-cost-scores", "fig-cost-kv"):
         expect(page.locator(f'[data-figure="{fig}"] .main-svg').first).to_be_visible()
     save_screenshot(page, "cost")
-    assert axe_violations(page) == []
+    # axe audits this page in every mode and language in test_teacher.py
 
     page.fill("#seq_len", "1024")
     expect(page.locator("#scaling-table")).to_contain_text("1,048,576")  # 1,024²

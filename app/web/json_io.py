@@ -47,6 +47,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from app.web.middleware.body_limits import is_json
+from app.web.middleware.cache import read_body
 from app.web.work import run_work
 
 NON_FINITE = ("NaN", "Infinity", "-Infinity")
@@ -295,14 +296,10 @@ class DirectRoute:
 async def whole_body(receive: Receive) -> bytes:
     """The request's body, read as Request.body() reads it (ClientDisconnect if the client
     leaves first), without its stream of chunks."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    body = await read_body(receive)
+    if body is None:
+        raise ClientDisconnect()
+    return body
 
 
 def exception_handler(app: Any, error: Exception) -> Callable[..., Any] | None:

@@ -183,6 +183,7 @@ class CachedAnswers:
 
 
 async def read_body(receive: Receive) -> bytes | None:
+    """The request's whole body, or None if the client left first (http.disconnect)."""
     chunks = []
     while True:
         message = await receive()
@@ -190,7 +191,7 @@ async def read_body(receive: Receive) -> bytes | None:
             return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def replay(body: bytes, receive: Receive) -> Receive:

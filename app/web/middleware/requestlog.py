@@ -56,12 +56,13 @@ def log_time(now: float | None = None) -> str:
     micros = round((now - second) * 1e6)  # rounded to the microsecond, as datetime does
     if micros == 1_000_000:
         second, micros = second + 1, 0
-    if _second[0] != second:
-        _second[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")]
-    return f"{_second[1]}.{micros // 1000:03d}+00:00"
+    global _last_second
+    if _last_second[0] != second:  # one tuple, replaced whole: threads see one or the other
+        _last_second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_last_second[1]}.{micros // 1000:03d}+00:00"
 
 
-_second: list[Any] = [None, ""]  # the last second log_time wrote, and its text
+_last_second: tuple[int, str] = (-1, "")  # the last second log_time wrote, and its text
 
 
 def json_line(level: str, logger: str, message: str, fields: dict[str, Any]) -> str:

@@ -387,16 +387,3 @@ class TitledFigure:
     fig: dict[str, Any]
     title: str
     columns: list[str]
-
-
-MOVED_TO_MULTIPLES = ("heatmap_grid", "small_multiples", "thumbnail")
-
-
-def __getattr__(name: str) -> Any:
-    """The small multiples moved to app/web/multiples.py; `from app.web.figures import
-    heatmap_grid` keeps working (read lazily: multiples imports this module)."""
-    if name in MOVED_TO_MULTIPLES:
-        from app.web import multiples
-
-        return getattr(multiples, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

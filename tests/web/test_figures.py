@@ -156,11 +156,3 @@ def test_the_diverging_scale_is_white_at_zero_and_saturated_at_both_ends() -> No
     assert middle.min() >= 240
     for end in (_scale_colours(DIVERGING)[0], _scale_colours(DIVERGING)[-1]):
         assert end.max() - end.min() > 60  # a colour, not a grey
-
-
-def test_the_small_multiples_can_still_be_imported_from_figures() -> None:
-    from app.web import figures, multiples
-
-    assert figures.heatmap_grid is multiples.heatmap_grid
-    with pytest.raises(AttributeError):
-        _ = figures.no_such_figure

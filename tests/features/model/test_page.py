@@ -16,7 +16,7 @@ from app.features.model import store as model_store
 from app.features.model.page import head_links, page_link, strongest_keys
 from app.features.model.reading import HEAD_COLOURS
 from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
-from app.web.figures import heatmap_grid
+from app.web.multiples import heatmap_grid
 
 SENTENCE = "The cat sat on the mat."
 

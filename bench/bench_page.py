@@ -28,6 +28,8 @@ warm reload ≤ 100 KB.
 
     .venv/bin/python bench/bench_page.py          # everything
     .venv/bin/python bench/bench_page.py --live   # only typing and edit-to-picture
+    .venv/bin/python bench/bench_page.py --live --floor   # and typing with one heatmap drawn:
+                                                          # what plotly leaves for the rest
 """
 
 import http.client
@@ -194,10 +196,23 @@ LAST_UPDATE = """() => {
 PARTS = ("to the swap", "request", "parse", "swap", "figures")
 
 
-def typing_lab(browser: Browser, base: str, n: int = 16) -> tuple[float, int, list[float]]:
+# The lab's heatmaps but Q·Kᵀ, for --floor: hidden (display: none), figures.js never draws them.
+ALL_BUT_ONE = ("fig-scaled", "fig-masked", "fig-weights", "fig-weighted", "fig-output")
+
+
+def typing_lab(
+    browser: Browser, base: str, n: int = 16, hidden: tuple[str, ...] = ()
+) -> tuple[float, int, list[float]]:
     """Median ms from the last of ten keys to the frame after the final redraw, how many
-    redraws the ten keys cost (median), and the median of each part of the last update."""
+    redraws the ten keys cost (median), and the median of each part of the last update.
+    `hidden`: figures (data-figure ids) left out of the page, to measure what the rest costs."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
+    if hidden:
+        rules = "".join(f'[data-figure="{name}"] {{ display: none }}' for name in hidden)
+        script = "document.addEventListener('DOMContentLoaded', () => {"
+        script += " const s = document.createElement('style');"
+        script += f" s.textContent = {rules!r}; document.head.append(s); }});"
+        context.add_init_script(script)
     page = context.new_page()
     results: list[tuple[float, int]] = []
     parts: list[list[float]] = []
@@ -307,6 +322,11 @@ def live_figures(browser: Browser, base: str) -> None:
     print(f"  redraws for the ten keys {draws:7d}")
     spent = ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
     print(f"  the last update, median ms: {spent}")
+    if "--floor" in sys.argv:  # the same typing with one heatmap on screen instead of six
+        typed, draws, parts = typing_lab(browser, base, hidden=ALL_BUT_ONE)
+        print(f"  the same with only Q·Kᵀ drawn {typed:7.1f} ms, {draws} redraws")
+        spent = ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
+        print(f"  its last update, median ms: {spent}")
     print(f"Edit-to-picture, median of {ROUNDS}")
     # The last word changes (the seed would also redraw the √d_k panel, which is not a head).
     words = " ".join(f"w{i}" for i in range(15))

@@ -79,12 +79,14 @@ def test_a_projector_in_presenter_mode_shows_the_weights_and_the_breakdown(
     assert seen == set(MAIN_PICTURE)
 
 
+# Presenter mode too (a projector link opened on a phone), in Spanish, its longest labels.
+@pytest.mark.parametrize("query", ["", "?present=1&lang=es"])
 @pytest.mark.parametrize("size", [(390, 844)])
 def test_a_phone_never_scrolls_sideways_and_reaches_a_heatmap_within_two_screens(
-    open_page: Callable[..., Page], size: tuple[int, int]
+    open_page: Callable[..., Page], size: tuple[int, int], query: str
 ) -> None:
     width, height = size
-    for path, box, _ in visit(open_page, size):
+    for path, box, _ in visit(open_page, size, query):
         assert box["width"] <= width, f"{path} is {box['width']} px wide"
         assert box["header"] <= HEADER_MAX_PX, path
         assert box["first"]["top"] <= 2 * height, f"{path}: first heatmap at {box['first']}"

@@ -549,6 +549,23 @@ def test_phones_never_scroll_sideways(open_page: Callable[..., Page], path: str)
     save_screenshot(page, f"teacher-{name}-390x844")
 
 
+# The text and number fields a teacher types into, with their width on screen.
+FIELD_WIDTHS = """() => [...document.querySelectorAll('main input:is([type=text], [type=number])')]
+  .filter((e) => e.offsetParent).map((e) => [e.id || e.name, e.getBoundingClientRect().width])"""
+FIELD_MIN_PX = 64  # a number or a few words stay in view while they are typed
+
+
+@pytest.mark.parametrize("size", [VIEWPORTS["desktop"], VIEWPORTS["phone"]])
+def test_no_field_is_squeezed_by_a_long_spanish_label(
+    open_page: Callable[..., Page], size: tuple[int, int]
+) -> None:
+    page = open_page(*size)
+    for path in ("/", "/walkthrough", "/heads", "/cost", "/kernel", "/model"):
+        page.goto(path + "?lang=es")
+        narrow = [f for f in page.evaluate(FIELD_WIDTHS) if f[1] < FIELD_MIN_PX]
+        assert narrow == [], f"{path} in Spanish at {size}: fields too narrow to type in"
+
+
 # ---------------------------------------------------------------- axe in every mode and language
 
 

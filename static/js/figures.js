@@ -69,6 +69,52 @@
     }) : {});
   }
 
+  // A chart's title wider than its figure (plotly draws a title on one line and cuts what does
+  // not fit: long titles, Spanish ones, narrow figures) is set smaller, down to TITLE_MIN_PX,
+  // then wrapped at its spaces, the top margin growing by its extra lines. Text is measured
+  // in the title's font; a space inside a tag (<sup>, <span …>) is no place to break. Not
+  // the heatmaps' titles, which sit above their key axis (title.automargin): plotly places a
+  // smaller or wrapped one of those over the axis.
+  const measure = document.createElement("canvas").getContext("2d");
+  const PLOTLY_FONT = '"Open Sans", verdana, arial, sans-serif';
+  const TITLE_SCALE = 1.4; // plotly's title font: 1.4 × the figure's font unless set
+  const TITLE_MIN_PX = 11;
+
+  function textWidth(text, px) {
+    measure.font = px + "px " + PLOTLY_FONT;
+    const plain = text.replace(/<[^>]*>/g, "").replace(/&[a-z]+;/g, "x");
+    return measure.measureText(plain).width;
+  }
+
+  function wrapped(text, px, room) {
+    const lines = [];
+    text.split(/ (?![^<]*>)/).forEach(function (word) {
+      const last = lines.length - 1;
+      if (last >= 0 && textWidth(lines[last] + " " + word, px) <= room) lines[last] += " " + word;
+      else lines.push(word);
+    });
+    return lines;
+  }
+
+  function fitTitle(layout, width) {
+    const title = layout.title || {};
+    const text = String(title.text || "");
+    const px = (title.font || {}).size || ((layout.font || {}).size || 12) * TITLE_SCALE;
+    const room = width - 16;
+    const wide = text && !text.includes("<br>") && !title.automargin ? textWidth(text, px) : 0;
+    if (wide <= room) return layout;
+    const size = Math.max(TITLE_MIN_PX, Math.floor((px * room) / wide));
+    const fitted = Object.assign({}, title, { font: Object.assign({}, title.font, { size: size }) });
+    let margin = layout.margin;
+    if (textWidth(text, size) > room) {
+      const lines = wrapped(text, size, room);
+      fitted.text = lines.join("<br>");
+      const top = (margin || {}).t === undefined ? 100 : margin.t;
+      margin = Object.assign({}, margin, { t: top + Math.ceil((lines.length - 1) * size * 1.3) });
+    }
+    return Object.assign({}, layout, { title: fitted, margin: margin });
+  }
+
   // Presenter mode: tick labels (tokens) big enough for the back of the room, on every axis.
   function bigTicks(layout) {
     const out = {};
@@ -183,7 +229,7 @@
       el.drawnData = dataText;
       el.drawnTraces = traces(fig.data, width, fig.layout);
     }
-    const layout = thinTicks(themed(fig.layout), fig.data, el, width);
+    const layout = thinTicks(fitTitle(themed(fig.layout), width), fig.data, el, width);
     window.Plotly.react(el, el.drawnTraces, layout, config())
       .then(function () { el.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
   }

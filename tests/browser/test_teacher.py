@@ -566,6 +566,30 @@ def test_no_field_is_squeezed_by_a_long_spanish_label(
         assert narrow == [], f"{path} in Spanish at {size}: fields too narrow to type in"
 
 
+# Chart titles (not the heatmaps', which sit above their key axis) that run past their
+# figure's edges, where plotly cuts them.
+CUT_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter((p) => !(p.layout.title || {}).automargin).flatMap((p) => {
+    const box = p.getBoundingClientRect();
+    return [...p.querySelectorAll('.gtitle')].map((t) => t.getBoundingClientRect())
+      .filter((r) => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1))
+      .map(() => p.dataset.figure);
+  })"""
+
+
+@pytest.mark.parametrize("size", [VIEWPORTS["desktop"], VIEWPORTS["phone"]])
+def test_chart_titles_fit_their_figures_in_spanish(
+    open_page: Callable[..., Page], size: tuple[int, int]
+) -> None:
+    page = open_page(*size)
+    for path in ("/heads", "/cost", "/kernel"):
+        page.goto(path + "?lang=es")
+        expect(page.locator(".js-plotly-plot").first).to_be_visible()
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # near: drawn at once
+        expect(page.locator("[data-figure]:not(.js-plotly-plot)")).to_have_count(0)
+        assert page.evaluate(CUT_TITLES) == [], f"{path} in Spanish at {size}"
+
+
 # ---------------------------------------------------------------- axe in every mode and language
 
 

@@ -16,7 +16,8 @@
 
   function saveSvg(gd) {
     const title = String(((gd.layout || {}).title || {}).text || "");
-    const name = title.replace(/<[^>]*>|&[a-z]+;/g, "").replace(/[\s/\\:*?"<>|]+/g, "_");
+    const name = title.replace(/<br>/g, " ").replace(/<[^>]*>|&[a-z]+;/g, "")
+      .replace(/[\s/\\:*?"<>|]+/g, "_"); // a wrapped title's lines (fitTitle) part with "_"
     window.Plotly.downloadImage(gd, { format: "svg", filename: name.slice(0, 60) || "figure" });
   }
 

@@ -196,6 +196,11 @@ LAST_UPDATE = """() => {
 PARTS = ("to the swap", "request", "parse", "swap", "figures")
 
 
+def by_part(parts: list[float]) -> str:
+    """ "to the swap 104.1, request 32.8, …": each part of an update, in ms."""
+    return ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
+
+
 # The lab's heatmaps but Q·Kᵀ, for --floor: hidden (display: none), figures.js never draws them.
 ALL_BUT_ONE = ("fig-scaled", "fig-masked", "fig-weights", "fig-weighted", "fig-output")
 
@@ -320,13 +325,11 @@ def live_figures(browser: Browser, base: str) -> None:
     print(f"Typing ten keys at {KEY_MS} ms into the lab's text field, n = 16")
     print(f"  last key to final redraw {typed:7.1f} ms  (≤ 150 ms), median of {ROUNDS}")
     print(f"  redraws for the ten keys {draws:7d}")
-    spent = ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
-    print(f"  the last update, median ms: {spent}")
+    print(f"  the last update, median ms: {by_part(parts)}")
     if "--floor" in sys.argv:  # the same typing with one heatmap on screen instead of six
         typed, draws, parts = typing_lab(browser, base, hidden=ALL_BUT_ONE)
         print(f"  the same with only Q·Kᵀ drawn {typed:7.1f} ms, {draws} redraws")
-        spent = ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
-        print(f"  its last update, median ms: {spent}")
+        print(f"  its last update, median ms: {by_part(parts)}")
     print(f"Edit-to-picture, median of {ROUNDS}")
     # The last word changes (the seed would also redraw the √d_k panel, which is not a head).
     words = " ".join(f"w{i}" for i in range(15))

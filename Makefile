@@ -83,10 +83,8 @@ wrk:
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts
 
-## Refresh the translation catalogs from the templates and app/ (then translate the empty msgstr
-## in translations/es/LC_MESSAGES/messages.po; tests/web/test_i18n.py fails until Spanish is complete).
+## Refresh the translation catalogs from the templates and app/, one per feature and one shared
+## (translations/refresh.py); then translate the empty msgstr in translations/es/LC_MESSAGES/
+## (tests/web/test_i18n.py fails until Spanish is complete).
 messages: $(STAMP)
-	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project "Attention Lab" \
-	  -o translations/messages.pot .
-	$(BIN)/pybabel update -i translations/messages.pot -d translations \
-	  --no-fuzzy-matching --ignore-obsolete
+	$(BIN)/python translations/refresh.py

@@ -1,15 +1,16 @@
 """Translations: which language a request reads, its catalog, and gettext for every renderer.
 
-The catalogs are the committed `translations/<locale>/LC_MESSAGES/messages.po` files; they are
-compiled in memory on first use (no .mo files, no build step, no download). The locale of the
+The catalogs are the committed `translations/<locale>/LC_MESSAGES/*.po` files, one per feature
+and one shared (translations/refresh.py); a language's are merged and compiled in memory on
+first use (no .mo files, no build step, no download). The locale of the
 request being served lives in a context variable, set by app.classroom.ClassroomMiddleware
 for the length of one request: each request runs in its own task (and its threadpool call
 copies that context), so two students reading in two languages at once never see each
 other's words.
 
 To refresh the catalogs after templates or Python strings change, run `make messages`, then
-translate every empty msgstr in translations/es/LC_MESSAGES/messages.po (tests/web/test_i18n.py
-fails until none is left).
+translate every empty msgstr in translations/es/LC_MESSAGES/ (tests/web/test_i18n.py fails
+until none is left).
 """
 
 import gettext as stdlib_gettext
@@ -23,6 +24,7 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
+from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import get_decimal_symbol, get_group_symbol
@@ -39,8 +41,15 @@ LOCALES: dict[str, str] = {"en": "English", "es": "Español"}
 _locale: ContextVar[str] = ContextVar("locale", default=DEFAULT_LOCALE)
 
 
-def catalog_path(locale: str) -> Any:
-    return TRANSLATIONS_DIR / locale / "LC_MESSAGES" / "messages.po"
+def catalog(locale: str) -> Catalog:
+    """Every catalog of a locale (one per feature, one shared) merged into one."""
+    merged = Catalog(locale=locale)
+    for path in sorted((TRANSLATIONS_DIR / locale / "LC_MESSAGES").glob("*.po")):
+        with path.open("rb") as po:
+            for message in read_po(po, locale=locale):
+                if message.id:
+                    merged[message.id] = message
+    return merged
 
 
 @lru_cache(maxsize=len(LOCALES))
@@ -48,10 +57,8 @@ def translations(locale: str) -> stdlib_gettext.NullTranslations:
     """The compiled catalog of a locale; English is the source language and needs none."""
     if locale == DEFAULT_LOCALE:
         return stdlib_gettext.NullTranslations()
-    with catalog_path(locale).open("rb") as po:
-        catalog = read_po(po, locale=locale)
     mo = io.BytesIO()
-    write_mo(mo, catalog, use_fuzzy=False)
+    write_mo(mo, catalog(locale), use_fuzzy=False)
     mo.seek(0)
     return Translations(mo)
 

@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
-from babel.messages.pofile import read_po
 
 from app import ROOT
 from app.core.i18n import (
     LOCALES,
     accepted_locales,
-    catalog_path,
+    catalog,
     format_number,
     format_numbers,
     format_rows,
@@ -44,8 +43,7 @@ def extracted_messages() -> set[str]:
 
 @pytest.fixture(scope="module")
 def spanish():
-    with catalog_path("es").open("rb") as po:
-        return read_po(po, locale="es")
+    return catalog("es")
 
 
 def test_extraction_finds_the_templates_and_the_app() -> None:

@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from babel.messages.pofile import read_po
 from fastapi.testclient import TestClient
 
-from app.core.i18n import catalog_path, format_number, format_size, format_vector, use_locale
+from app.core.i18n import catalog, format_number, format_size, format_vector, use_locale
 from app.features.model.store import MODEL_SHAPE
 from app.features.walkthrough.page import STEP_NAMES
 from app.web.templating import figure_data, fmt_si
@@ -104,10 +103,9 @@ def visible_strings(html: str) -> list[str]:
 def english_fragments() -> list[str]:
     """The English pieces of every message whose Spanish differs: the text between its
     placeholders that the Spanish does not share (and no other Spanish message uses)."""
-    with catalog_path("es").open("rb") as po:
-        catalog = read_po(po, locale="es")
+    messages = catalog("es")
     pairs = []
-    for message in catalog:
+    for message in messages:
         if not message.id:
             continue
         ids = message.id if isinstance(message.id, tuple) else (message.id,)

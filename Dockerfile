@@ -3,10 +3,11 @@
 #   docker build -t attention-lab .
 #   docker run --rm -p 8000:8000 attention-lab
 #
-# BASE_IMAGE is any Debian-like image with python3 (3.11+): python:3.12-slim by default;
+# BASE_IMAGE is any Debian-like image with python3 (3.11+): python:3.11-slim by default,
+# the Python the tests run on, so the lock gives it the versions they passed with;
 # `make test` passes a base it bootstrapped with mmdebstrap. UV_IMAGE holds the uv that wrote
 # uv.lock (pyproject.toml's required-version); `make test` passes one made from its own uv.
-ARG BASE_IMAGE=python:3.12-slim-bookworm
+ARG BASE_IMAGE=python:3.11-slim-bookworm
 ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.13.9
 
 FROM ${UV_IMAGE} AS uv

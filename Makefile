@@ -52,23 +52,24 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/hadolint -t warning Dockerfile
 
-## The whole suite: lint, then unit, API, page and real-browser tests, with the container
-## built and checked beside them when buildah or podman is installed (deploy/container_test.py;
-## it says so in one sentence when they are not). The build mostly waits on disk and network,
-## so it costs pytest little. Its report is printed when both have ended; either failing
-## fails `make test`.
-test: $(STAMP) chromium lint
-	@$(BIN)/python deploy/container_test.py --uv $(UV_BIN) \
-	  > $(CONTAINER_LOG) 2>&1 & container=$$!; \
+## The whole suite: lint, then unit, API, page and real-browser tests. The container check
+## (deploy/container_test.py) runs beside them all, from the start: when buildah or podman is
+## installed it builds the image and checks it, else it says in one sentence why it did not.
+## It mostly waits on disk and network, so it costs the rest little. Its report is printed
+## at the end; either failing fails `make test`.
+test: $(UV_BIN)
+	@echo "the container check starts beside the rest: $(CONTAINER_LOG)"
+	@$(PYTHON) deploy/container_test.py --uv $(UV_BIN) > $(CONTAINER_LOG) 2>&1 & container=$$!; \
 	trap 'kill $$container 2>/dev/null; wait $$container' INT TERM; \
-	echo "$(BIN)/python -m pytest  (the container check beside it: $(CONTAINER_LOG))"; \
-	$(BIN)/python -m pytest; tests=$$?; \
+	if $(MAKE) --no-print-directory $(STAMP) chromium lint; then \
+	  echo "$(BIN)/python -m pytest"; $(BIN)/python -m pytest; tests=$$?; \
+	else tests=$$?; kill $$container; fi; \
 	wait $$container; built=$$?; cat $(CONTAINER_LOG); \
 	if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$built
 
 ## The container check alone.
-container-test: $(STAMP)
-	$(BIN)/python deploy/container_test.py --uv $(UV_BIN)
+container-test: $(UV_BIN)
+	$(PYTHON) deploy/container_test.py --uv $(UV_BIN)
 
 bench: $(STAMP) wrk
 	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done

@@ -173,7 +173,8 @@ class Container:
     def __init__(self, build: Build) -> None:
         self.build = build
         self.port = free_port()
-        self.env = ["--env=HOST=127.0.0.1", f"--env=PORT={self.port}"]
+        # One worker: the check is about the image, and each worker loads the models.
+        self.env = ["--env=HOST=127.0.0.1", f"--env=PORT={self.port}", "--env=WORKERS=1"]
         self.server: subprocess.Popen | None = None
 
     def command(self, *cmd: str) -> list[str]:
@@ -293,7 +294,7 @@ def run_checks(container: Container, health: list[str]) -> bool:
 
 @contextlib.contextmanager
 def terminated_cleanly() -> Iterator[None]:
-    """SIGTERM (`make test` interrupted) unwinds like Ctrl-C, so the images are removed."""
+    """SIGTERM (`make test` interrupted or failed early) unwinds like Ctrl-C: the images go."""
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -359,8 +360,12 @@ def main() -> int:
     if reason := missing_tools():
         print(f"Container check skipped: {reason} (`.ci/run` installs buildah and mmdebstrap).")
         return 0
-    with terminated_cleanly():
-        return 0 if check_container(engine, args.uv) else 1
+    try:
+        with terminated_cleanly():
+            return 0 if check_container(engine, args.uv) else 1
+    except KeyboardInterrupt:
+        print("container check: stopped before the end; it removed what it had made.")
+        return 1
 
 
 if __name__ == "__main__":

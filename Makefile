@@ -84,11 +84,13 @@ wrk:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; }
 
 ## Everything `make run` and `make test` made: the venv (uv, the packages, the container
-## check's log), the tools' caches, benchmark artifacts, the decoder's weight cache (.cache/),
+## check's log), the tools' caches and bytecode, benchmark artifacts, the decoder's weight cache (.cache/),
 ## and any image or container an interrupted container check left behind.
 clean:
 	$(PYTHON) deploy/container_test.py --clean
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis artifacts .cache *.egg-info build
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache artifacts .cache \
+	  *.egg-info build
+	find . -name .git -prune -o -name __pycache__ -prune -exec rm -rf {} +
 
 ## Refresh the translation catalogs from the templates and app/, one per feature and one shared
 ## (translations/refresh.py); then translate the empty msgstr in translations/es/LC_MESSAGES/

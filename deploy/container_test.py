@@ -97,7 +97,9 @@ class Build:
             "--variant=essential",
             f"--include={BASE_PACKAGES}",
             "--dpkgopt=force-unsafe-io",
-            *(f"--dpkgopt=path-exclude=/usr/share/{d}/*" for d in ("doc", "man", "locale", "info")),
+            # Removed at the end: dpkg's path-exclude would send every package through
+            # mmdebstrap's tar filter, which tripled the time spent unpacking them.
+            '--customize-hook=cd "$1"/usr/share && rm -rf doc/* man/* locale/* info/*',
             *([f"--hook-dir={MERGED_USR_HOOK}"] if MERGED_USR_HOOK.is_dir() else []),
             SUITE,
         ]

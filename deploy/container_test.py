@@ -48,8 +48,18 @@ class CheckError(Exception):
     """A step that failed, said in one sentence."""
 
 
-def sh(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    done = subprocess.run(args, text=True, capture_output=True, **kw)
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    with subprocess.Popen(
+        args, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        try:
+            stdout, stderr = process.communicate()
+        except KeyboardInterrupt:
+            # SIGTERM, not subprocess.run's SIGKILL: mmdebstrap removes its temporary files.
+            process.terminate()
+            process.communicate(timeout=60)
+            raise
+    done = subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
     if check and done.returncode != 0:
         output = last_line(done.stderr or done.stdout)
         raise CheckError(f"`{' '.join(args[:2])}` exited with status {done.returncode}: {output}")
@@ -147,7 +157,7 @@ class Build:
             return config["Cmd"], config["Healthcheck"]["Test"][1:]
         out = sh("podman", "image", "inspect", self.image).stdout
         [image] = json.loads(out)
-        return image["Config"]["Cmd"], image["HealthCheck"]["Test"][1:]
+        return image["Config"]["Cmd"], image["Healthcheck"]["Test"][1:]
 
     def size(self, image: str) -> str:
         return sh(self.engine, "images", "--format={{.Size}}", image).stdout.strip()

@@ -55,9 +55,10 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
             stdout, stderr = process.communicate()
         except KeyboardInterrupt:
-            # SIGTERM, not subprocess.run's SIGKILL: mmdebstrap removes its temporary files.
+            # SIGTERM, not subprocess.run's SIGKILL, and no time limit: mmdebstrap ends the
+            # step it is in, then unmounts /proc and /dev from the base and removes its files.
             process.terminate()
-            process.communicate(timeout=60)
+            process.communicate()
             raise
     done = subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
     if check and done.returncode != 0:

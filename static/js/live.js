@@ -165,6 +165,12 @@
     return params;
   }
 
+  // The address for the state an answer shows: the page's path and the state the server sent.
+  function stateAddress(doc, url) {
+    if (doc.pageState === null || doc.pageState === undefined) return url;
+    return new URL(url, window.location.href).pathname + "?" + doc.pageState;
+  }
+
   function live(options) {
     const delay = options.delay === undefined ? 60 : options.delay;
     const formId = options.form;
@@ -197,7 +203,7 @@
       if (owed === job) owed = null;
       const t1 = performance.now();
       const ids = typeof options.regions === "function" ? options.regions(doc, job) : options.regions;
-      const address = options.address ? options.address(doc, url) : url; // before the swap
+      const address = options.address ? options.address(doc, url) : stateAddress(doc, url); // before the swap
       // How long the last update took up to the swap, by part (read by bench/bench_page.py;
       // lastSwap has the rest): from the edit to the swap, the request, the parsing.
       window.AttentionLab.lastUpdate = Object.assign({ answered: t1 - (job.at || t1) }, timing);
@@ -229,7 +235,8 @@
           // Input the page cannot use comes back 200 with its real status beside it, so the
           // console shows no failed request while the teacher is mid-edit.
           const status = Number(response.headers.get("X-Input-Status")) || response.status;
-          return response.text().then(function (html) { return [html, status]; });
+          const state = response.headers.get("X-Page-State");
+          return response.text().then(function (html) { return [html, status, state]; });
         })
         .then(function (answer) {
           if (mine !== ticket) return false; // a newer edit was sent
@@ -239,6 +246,7 @@
           const t1 = performance.now();
           const doc = new DOMParser().parseFromString(answer[0], "text/html");
           doc.liveStatus = answer[1]; // 422: the answer says what to fix
+          doc.pageState = answer[2]; // the state the answer shows, as the address bar writes it
           const timing = { fetch: t1 - t0, parse: performance.now() - t1 };
           if (!waiting) return show(job, url, doc, timing);
           return new Promise(function (resolve) {

@@ -24,6 +24,8 @@ from app.core import i18n, limits
 from app.web.assets import PLOTLY_URL, content_hash
 from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
+from app.web.heatmap import Heatmap, HeatmapGroup
+from app.web.heatmap import render as render_figure
 from app.web.json_io import dumps
 from app.web.nav import NAV
 
@@ -84,6 +86,13 @@ def figure_data(fig: dict[str, Any]) -> Markup:
     marks (layout.separators)."""
     layout = {**fig.get("layout", {}), "separators": i18n.plotly_separators()}
     return json_data({**fig, "layout": layout})
+
+
+@pass_context
+def heatmap(context: Context, figure: Heatmap | HeatmapGroup) -> Markup:
+    """`{{ heatmap(view.weights_map) }}`: a heatmap or a group of them, drawn by the server
+    in the page's presenter mode (app/web/heatmap)."""
+    return render_figure(figure, present=context["classroom"].present)
 
 
 @lru_cache(maxsize=64)
@@ -180,6 +189,7 @@ environment.globals.update(
     hidden=hidden,
     limits=limits,
     address=address,
+    heatmap=heatmap,
     view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

@@ -72,7 +72,9 @@ def _em(c: str) -> float:
         return 0.42
     if unicodedata.east_asian_width(c) in "WF":
         return 1.0
-    if c in "mwMW∞−+=×→<>" or c.isupper():
+    if c in "mwMW":
+        return 1.0
+    if c in "∞−+=×→<>&%" or c.isupper():
         return 0.84 if not c.isupper() else 0.74
     if c.isdigit():
         return 0.64
@@ -209,10 +211,10 @@ def layout(
         else label * 1.4
     )
     row_label_w = max(
-        (text_width(t, label) * (1.1 if i == heatmap.selected_row else 1) for i, t in row_labels),
+        (text_width(t, label) * (1.2 if i == heatmap.selected_row else 1) for i, t in row_labels),
         default=0,
     )  # the selected query's label is bold
-    row_label_w += 6
+    row_label_w += 8
     left, top = titles + row_label_w, titles + col_label_h
     cells_w, cells_h = cols * cell, rows * cell
     width = left + cells_w + PAD

@@ -472,40 +472,46 @@ class _GroupPlan:
             ((k % columns) * step_x, self.heading + (k // columns) * step_y)
             for k in range(len(group.panels))
         ]
-        room = columns * (widest + GROUP_GAP) - GROUP_GAP
+        room = columns * step_x - GROUP_GAP
         self.legend, legend_w, legend_h = _legend(
             group.id, group.scale, self.type, self.hidden, max(room, 360)
         )
         self.legend_size = (legend_w, legend_h)
         rows = -(-len(group.panels) // columns)
-        self.legend_place = (0.0, self.heading + rows * (tallest + GROUP_GAP))
+        self.legend_place = (0.0, self.heading + rows * step_y)
         self.size = (max(room, legend_w), self.legend_place[1] + legend_h)
         self.panel_width = widest
 
 
-def _legend_svg(group: HeatmapGroup, plan: _GroupPlan, *, standalone: bool) -> str:
-    w, h = plan.legend_size
-    x, y = plan.legend_place
+def _plain_svg(cls: str, size: tuple[float, float], attributes: str) -> str:
+    """The start tag of a group's legend or frame: its box at natural size, and the
+    standalone font and colour."""
+    w, h = size
     box = f"0 0 {_n(w)} {_n(h)}"
-    at = f' x="{_n(x)}" y="{_n(y)}"' if standalone else ""
     return (
-        f'<svg class="hm-legend-svg"{at} viewBox="{box}" width="{_n(w)}" height="{_n(h)}"'
-        f' data-box="{box}" data-place="{_n(x)} {_n(y)}" role="img"'
-        f' aria-labelledby="{group.id}-title" aria-describedby="{group.id}-desc"'
-        f' font-family="{escape(FONT_STACK)}" color="{INK}">{plan.legend}</svg>'
+        f'<svg class="{cls}"{attributes} viewBox="{box}" width="{_n(w)}" height="{_n(h)}"'
+        f' data-box="{box}" font-family="{escape(FONT_STACK)}" color="{INK}">'
     )
 
 
+def _legend_svg(group: HeatmapGroup, plan: _GroupPlan, *, standalone: bool) -> str:
+    x, y = plan.legend_place
+    at = f' x="{_n(x)}" y="{_n(y)}"' if standalone else ""
+    attributes = (
+        f'{at} data-place="{_n(x)} {_n(y)}" role="img" aria-labelledby="{group.id}-title"'
+        f' aria-describedby="{group.id}-desc"'
+    )
+    return _plain_svg("hm-legend-svg", plan.legend_size, attributes) + plan.legend + "</svg>"
+
+
 def _frame_svg(group: HeatmapGroup, plan: _GroupPlan, *, standalone: bool) -> str:
-    """The standalone group's outer SVG: its box, white paper and title (the page has the
-    title as a caption, and leaves this out of sight)."""
+    """The standalone group's outer SVG (left open for the panels): its box, white paper and
+    title (the page has the title as a caption, and keeps this out of sight)."""
     w, h = plan.size
-    box = f"0 0 {_n(w)} {_n(h)}"
     ns = f' xmlns="{SVG_NS}"' if standalone else ' aria-hidden="true"'
     return (
-        f'<svg class="hm-frame"{ns} viewBox="{box}" width="{_n(w)}" height="{_n(h)}"'
-        f' data-box="{box}" font-family="{escape(FONT_STACK)}" color="{INK}">'
-        f'<rect x="0" y="0" width="{_n(w)}" height="{_n(h)}" fill="{PAPER}"/>'
+        _plain_svg("hm-frame", plan.size, ns)
+        + f'<rect x="0" y="0" width="{_n(w)}" height="{_n(h)}" fill="{PAPER}"/>'
         f'<text x="0" y="{_n(plan.type.heading * 1.25)}" font-size="{_n(plan.type.heading)}"'
         f' font-weight="bold" fill="currentColor">{escape(group.title)}</text>'
     )
@@ -536,9 +542,15 @@ def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
     first = group.panels[0]
     rows, cols = first.shape
     description = _description(
-        rows, cols, first.row_axis, first.col_axis, group.scale, plan.hidden,
-        png=plan.png, panels=len(group.panels),
-    )  # fmt: skip
+        rows,
+        cols,
+        first.row_axis,
+        first.col_axis,
+        group.scale,
+        plan.hidden,
+        png=plan.png,
+        panels=len(group.panels),
+    )
     style = f"--hm-columns: {plan.columns}; --hm-panel: {_n(plan.panel_width)}px"
     return Markup(
         f'<figure class="hm-group" id="{group.id}" data-file="{escape(file_name(group.title))}">'

@@ -3,7 +3,8 @@ and presenter sizes, and the figure without JavaScript.
 
 No feature page draws with app/web/heatmap yet, so the page here is made of the module's own
 markup, served at the live server's origin (a route of this test's page, not of the app) with
-the app's stylesheets, script and Content-Security-Policy.
+the app's stylesheets, script (by their plain names, which the server also answers) and
+Content-Security-Policy.
 """
 
 import xml.etree.ElementTree as ET
@@ -18,8 +19,8 @@ from app.core.i18n import use_locale
 from app.features.stages.page import HeadTexts, dot_hover
 from app.features.stages.results import OneHead, StageFields
 from app.web.heatmap import Heatmap, HeatmapGroup, render, svg_document
-from app.web.middleware.security import content_security_policy
-from app.web.templating import static_url
+from app.web.security import content_security_policy
+from app.web.static import PREFIX
 from tests.browser.conftest import axe_violations
 from tests.web.test_heatmap import SVG, TOKENS, heads, square, weights_map, worked_stages
 
@@ -51,11 +52,11 @@ def page_html(*, present: bool = False) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         "<title>heatmaps</title>"
-        f'<link rel="stylesheet" href="{static_url("app.css")}">'
-        f'<link rel="stylesheet" href="{static_url("heatmap.css")}"></head>'
+        f'<link rel="stylesheet" href="{PREFIX}app.css">'
+        f'<link rel="stylesheet" href="{PREFIX}heatmap.css"></head>'
         f'<body class="{"present" if present else ""}"><main id="main"><h1>Heatmaps</h1>'
         f'<div class="strip">{body}</div></main>'
-        f'<script src="{static_url("js/heatmap.js")}" defer></script></body></html>'
+        f'<script src="{PREFIX}js/heatmap.js" defer></script></body></html>'
     )
 
 

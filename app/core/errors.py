@@ -72,6 +72,7 @@ SENTENCES = {
     "model_attributes_type": "{field} must be an object in curly braces, not {got}",
     "finite_number": "{field} must be a finite number, not {got}; JSON has no NaN or Infinity",
     "greater_than_equal": "{field} is {got} but must be at least {ge}",
+    "greater_than": "{field} is {got} but must be above {gt}",
     "less_than_equal": "{field} is {got} but must be at most {le}",
     "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
     "too_long": "{field} has {actual_length} entries but may have at most {max_length}; "

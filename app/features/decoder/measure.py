@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from app.core.background import OnceInBackground
 from app.math import llama
@@ -37,28 +38,29 @@ def time_steps(
 ) -> DecodeTiming:
     """Time a cached step and the recomputed one at each length, the shortest first; a
     longer length is left out when it would not end within `time_cap_s`."""
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, model.config.vocab, max(lengths)).tolist()
-    started = time.perf_counter()
-    timed, cached, uncached = [], [], []
-    for n in lengths:
-        # the prefill and the recomputed runs cost about (RUNS + 1) × the last one, × n / n'
-        predicted = (RUNS + 1) * uncached[-1] / 1000 * n / timed[-1] if timed else 0.0
-        if timed and time.perf_counter() - started + predicted > time_cap_s:
-            break
-        with_cache, without = [], []
-        decoder = llama.Decoder(model, capacity=n - 1 + RUNS)
-        decoder.feed(ids[: n - 1])
-        for run in range(RUNS):  # steps at positions n − 1, n, …: the same work each
-            start = time.perf_counter()
-            llama.unembed(decoder.feed(ids[n - 1 - run : n - run]), model)
-            with_cache.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            llama.unembed(llama.Decoder(model, capacity=n).feed(ids[:n])[-1:], model)
-            without.append(time.perf_counter() - start)
-        timed.append(n)
-        cached.append(best_ms(with_cache))
-        uncached.append(best_ms(without))
+    with threadpool_limits(limits=1, user_api="blas"):  # as the service computes
+        rng = np.random.default_rng(0)
+        ids = rng.integers(0, model.config.vocab, max(lengths)).tolist()
+        started = time.perf_counter()
+        timed, cached, uncached = [], [], []
+        for n in lengths:
+            # the prefill and the recomputed runs cost about (RUNS + 1) × the last one, × n / n'
+            predicted = (RUNS + 1) * uncached[-1] / 1000 * n / timed[-1] if timed else 0.0
+            if timed and time.perf_counter() - started + predicted > time_cap_s:
+                break
+            with_cache, without = [], []
+            decoder = llama.Decoder(model, capacity=n - 1 + RUNS)
+            decoder.feed(ids[: n - 1])
+            for run in range(RUNS):  # steps at positions n − 1, n, …: the same work each
+                start = time.perf_counter()
+                llama.unembed(decoder.feed(ids[n - 1 - run : n - run]), model)
+                with_cache.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                llama.unembed(llama.Decoder(model, capacity=n).feed(ids[:n])[-1:], model)
+                without.append(time.perf_counter() - start)
+            timed.append(n)
+            cached.append(best_ms(with_cache))
+            uncached.append(best_ms(without))
     speedup = [u / c for u, c in zip(uncached, cached, strict=True)]
     return DecodeTiming(timed, cached, uncached, speedup, RUNS)
 

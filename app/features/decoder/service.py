@@ -4,6 +4,7 @@ decoded one at a time against every layer's KV cache, and what the heads did on 
 from collections.abc import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
@@ -33,6 +34,11 @@ from app.math.cost import kv_cache_bytes_per_token
 from app.settings import Settings
 
 LOGIT_ROWS = 64  # prompt rows unembedded at once: 64 × 49,152 logits, 12.6 MB in float32
+# ONE_BLAS_THREAD: a process that shares its cores with others (the other workers) computes
+# with one BLAS thread: two OpenBLAS threads wait for each other, spinning, far longer than
+# they compute once the cores are busy (bench/bench_decoder.py: a 32-token prefill took 0.2 s
+# with one thread and 9.5 s with two on a loaded machine). The limit is process-wide while it
+# holds; one request runs at a time in the work thread.
 
 
 def loaded_decoder(settings: Settings) -> LoadedDecoder:
@@ -113,7 +119,7 @@ def prompt_surprisal(
     logits = np.empty(0)
     for start in range(0, len(ids), LOGIT_ROWS):
         logits = llama.unembed(h[start : start + LOGIT_ROWS], model)  # (r, vocab)
-        targets = np.asarray(ids[start + 1 : start + 1 + LOGIT_ROWS])
+        targets = np.asarray(ids[start + 1 : start + 1 + LOGIT_ROWS], dtype=np.int64)
         values += sm.surprisal(logits[: len(targets)], targets).tolist()
     return values, logits[-1]
 
@@ -152,8 +158,15 @@ def cache_capacity(policy: dc.CachePolicy, prompt: int, n: int) -> int:
 def compute_decoder(
     req: DecoderRequest, settings: Settings, check: Callable[[], None] = llama.keep_going
 ) -> DecoderResult:
-    """The whole /api/decoder result for one request. `check` is called between layers and
-    may raise to abandon the work."""
+    """The whole /api/decoder result for one request, with one BLAS thread (ONE_BLAS_THREAD).
+    `check` is called between layers and may raise to abandon the work."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return decode_request(req, settings, check)
+
+
+def decode_request(
+    req: DecoderRequest, settings: Settings, check: Callable[[], None]
+) -> DecoderResult:
     loaded = loaded_decoder(settings)
     model = loaded.weights
     config = model.config

@@ -101,6 +101,8 @@ class KVCache:
     def keep(self, positions: np.ndarray) -> np.ndarray:
         """Drop every row whose position is not in `positions`; returns the dropped positions."""
         held = self.positions
+        if np.array_equal(held, positions):  # nothing to drop (always, for the full policy)
+            return held[:0]
         stay = np.isin(held, positions)
         dropped = held[~stay]
         count = int(stay.sum())

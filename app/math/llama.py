@@ -99,7 +99,7 @@ class LlamaWeights:
 
 def rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray:
     """x / √(mean(x²) + ε) · g over each row's d_model numbers."""
-    mean_square = np.mean(np.square(x), axis=-1, keepdims=True)  # (r, 1)
+    mean_square = np.square(x).sum(axis=-1, keepdims=True) / x.shape[-1]  # (r, 1)
     return x / np.sqrt(mean_square + eps) * gain
 
 

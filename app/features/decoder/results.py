@@ -9,7 +9,7 @@ from typing_extensions import TypedDict  # pydantic reads its fields on Python 3
 
 from app.core import arrays
 from app.core.budget import sized
-from app.features.stages.results import QueryBreakdown, StageFields
+from app.features.stages.results import QueryBreakdown, StageFields, TrainedHead
 
 
 @dataclass(frozen=True)
@@ -101,18 +101,11 @@ class RepeatTest:
 
 
 @dataclass(frozen=True, kw_only=True)
-class DecoderHead(StageFields):
+class DecoderHead(TrainedHead):
     """One query head over the whole sequence: x is RMSNorm of the hidden state entering the
     layer, q and k are after RoPE, k and v are those of the key/value head it reads."""
 
-    layer: int
-    head: int
     kv_head: int
-    d_head: int
-    scale_factor: float
-    ablated: bool  # switched off: its weights are computed, its output is zeroed
-    x: arrays.Matrix  # (n, d_model)
-    query: QueryBreakdown
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -129,21 +129,17 @@ def head_roles(log: llama.AttentionLog, n: int) -> list[list[DecoderRole]]:
         log.previous[..., :n], log.itself[..., :n], log.first[..., :n], log.entropy[..., :n],
         log.visible[:n],
     )  # fmt: skip
+    named = {"previous": means.previous, "self": means.itself, "first": means.first,
+             "entropy": means.entropy}  # fmt: skip
     layers, heads = means.entropy.shape
     return [
         [
             DecoderRole(
-                {
-                    "previous": float(means.previous[layer, head]),
-                    "self": float(means.itself[layer, head]),
-                    "first": float(means.first[layer, head]),
-                    "entropy": float(means.entropy[layer, head]),
-                    "labels": means.labels((layer, head)),
-                }
+                **{k: float(v[i, j]) for k, v in named.items()}, labels=means.labels((i, j))
             )
-            for head in range(heads)
+            for j in range(heads)
         ]
-        for layer in range(layers)
+        for i in range(layers)
     ]
 
 

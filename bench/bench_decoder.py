@@ -81,7 +81,7 @@ def floor(model: llama.LlamaWeights, rows: int, keys: int, logit_rows: int) -> C
 def timings() -> dict[str, float]:
     """1 to 3, in this process: seconds."""
     settings = Settings()
-    loaded = decoder_store(settings.decoder_gguf, settings.decoder_cache_dir).get(600)
+    loaded = decoder_store(settings.decoder_gguf, settings.cache_dir).get(600)
     model = loaded.weights
     ids = np.random.default_rng(1).integers(17, model.config.vocab, CONTEXT).tolist()
 
@@ -112,7 +112,7 @@ def load_child() -> None:
     """In a fresh process: the decoder loaded from the prepared folder (seconds)."""
     start = time.perf_counter()
     settings = Settings()
-    decoder_store(settings.decoder_gguf, settings.decoder_cache_dir).get(600)
+    decoder_store(settings.decoder_gguf, settings.cache_dir).get(600)
     print(json.dumps({"load_s": time.perf_counter() - start}))
 
 

@@ -16,7 +16,7 @@ from app.features.decoder.store import LoadedDecoder, decoder_store
 from app.main import create_app
 from app.settings import Settings
 
-TEST_SETTINGS = {"freeze_gc": False}  # gc.freeze costs ~60 ms per app start
+TEST_SETTINGS: dict[str, object] = {}
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def live_server() -> Iterator[str]:
 def decoder() -> LoadedDecoder:
     """SmolLM2-135M-Instruct, loaded once per test process (prepared once per machine)."""
     settings = Settings(**TEST_SETTINGS)
-    return decoder_store(settings.decoder_gguf, settings.decoder_cache_dir).get(wait_s=600)
+    return decoder_store(settings.decoder_gguf, settings.cache_dir).get(wait_s=600)
 
 
 @pytest.fixture

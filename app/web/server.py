@@ -34,8 +34,8 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from app.settings import Settings, environment_settings
+from app.web.edge import too_long_message
 from app.web.health import HEALTH_PATHS
-from app.web.middleware.body_limits import too_long_message
 
 # httptools' URL parser keeps offsets in 16 bits: a longer request target cannot be parsed.
 MAX_TARGET_BYTES = 65_535

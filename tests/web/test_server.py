@@ -22,7 +22,7 @@ import pytest
 
 from app.__main__ import PROTOCOL, raise_open_file_limit, uvicorn_options
 from app.settings import Settings, cgroup_cpu_limit
-from app.web.middleware.body_limits import too_long_message
+from app.web.edge import too_long_message
 from app.web.server import HeadWithBody
 
 ROOT = Path(__file__).resolve().parents[2]

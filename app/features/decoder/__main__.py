@@ -10,7 +10,7 @@ from app.settings import environment_settings
 
 def main() -> int:
     settings = environment_settings()
-    store = decoder_store(settings.decoder_gguf, settings.decoder_cache_dir)
+    store = decoder_store(settings.decoder_gguf, settings.cache_dir)
     try:
         loaded = store.get(wait_s=3600)
     except ModelUnavailableError as error:

@@ -43,13 +43,13 @@ LOGIT_ROWS = 64  # prompt rows unembedded at once: 64 × 49,152 logits, 12.6 MB 
 
 def loaded_decoder(settings: Settings) -> LoadedDecoder:
     """The decoder of these settings, waiting a little while it loads (then 503)."""
-    store = decoder_store(settings.decoder_gguf, settings.decoder_cache_dir)
+    store = decoder_store(settings.decoder_gguf, settings.cache_dir)
     return store.get(settings.decoder_wait_seconds)
 
 
 async def ready_decoder(settings: Settings) -> LoadedDecoder:
     """The same, awaited without holding a thread."""
-    store = decoder_store(settings.decoder_gguf, settings.decoder_cache_dir)
+    store = decoder_store(settings.decoder_gguf, settings.cache_dir)
     return await store.ready(settings.decoder_wait_seconds)
 
 

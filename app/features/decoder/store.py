@@ -17,7 +17,6 @@ import fcntl
 import hashlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -90,12 +89,6 @@ def package_gguf() -> Path | None:
     if spec is None or spec.origin is None:
         return None
     return Path(spec.origin).parent / GGUF_FILE
-
-
-def default_cache_dir() -> Path:
-    """attention-lab/ in the user's cache folder: $XDG_CACHE_HOME, else ~/.cache."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "attention-lab"
 
 
 # ---------------------------------------------------------------- preparing the cache folder
@@ -386,9 +379,9 @@ _stores: dict[tuple[Path | None, Path], DecoderStore] = {}
 _stores_lock = threading.Lock()
 
 
-def decoder_store(gguf: Path | None, cache_dir: Path | None) -> DecoderStore:
-    """The process's store for this file and cache folder (None: the defaults)."""
-    key = (gguf or package_gguf(), cache_dir or default_cache_dir())
+def decoder_store(gguf: Path | None, cache_dir: Path) -> DecoderStore:
+    """The process's store for this file (None: the installed package's) and cache folder."""
+    key = (gguf or package_gguf(), cache_dir)
     with _stores_lock:
         if key not in _stores:
             _stores[key] = DecoderStore(*key)

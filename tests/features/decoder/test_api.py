@@ -155,7 +155,7 @@ def test_bad_input_is_a_422_sentence_at_its_field(
 def test_a_missing_model_file_is_a_503_saying_how_to_install_it(
     make_client: Callable[..., TestClient], tmp_path: Path
 ) -> None:
-    client = make_client(decoder_gguf=tmp_path / "gone.gguf", decoder_cache_dir=tmp_path)
+    client = make_client(decoder_gguf=tmp_path / "gone.gguf")
     assert client.get("/healthz").json()["decoder"] == "missing"
     for response in (post(client, text="Hello"), client.get("/api/decoder/measure")):
         assert response.status_code == 503
@@ -168,7 +168,7 @@ def test_a_damaged_model_file_is_a_503_and_the_failure_is_kept(
 ) -> None:
     damaged = tmp_path / "damaged.gguf"
     damaged.write_bytes(b"GGUF" + bytes(range(256)) * 64)
-    with make_client(decoder_gguf=damaged, decoder_cache_dir=tmp_path / "cache") as client:
+    with make_client(decoder_gguf=damaged) as client:
         first, again = post(client, text="Hello"), post(client, text="Hello")
         health = client.get("/healthz").json()
     assert (first.status_code, again.status_code, health["decoder"]) == (503, 503, "unreadable")
@@ -190,8 +190,9 @@ def test_while_the_model_loads_the_api_says_so_with_retry_after(
         return decoder
 
     monkeypatch.setattr(store, "load", slow_load)
-    gguf = store.package_gguf()
-    with make_client(decoder_gguf=gguf, decoder_cache_dir=tmp_path, decoder_wait_seconds=0.05) as c:
+    gguf = tmp_path / "model.gguf"  # another file: a store of its own, not loaded yet
+    gguf.symlink_to(store.package_gguf())
+    with make_client(decoder_gguf=gguf, decoder_wait_seconds=0.05) as c:
         waiting = post(c, text="Hello")
         assert c.get("/healthz").json()["decoder"] == "loading"
         release.set()

@@ -66,7 +66,7 @@ def test_a_folder_that_cannot_be_read_is_prepared_again(
     gguf = store.package_gguf()
     assert gguf is not None
     settings = Settings()
-    good = store.cache_folder(gguf, store.decoder_store(None, settings.decoder_cache_dir).cache_dir)
+    good = store.cache_folder(gguf, settings.cache_dir)
     assert good.is_dir()
 
     def link_good_files(source: Path, folder: Path) -> None:  # a rebuild, without the wait

@@ -131,6 +131,14 @@ class DecoderResult:
     kv_cache: KVCacheSize
     cache: CacheUsed
     ablate: list[tuple[int, int]]  # the heads switched off, sorted
+    unablated_next: Annotated[
+        list[Candidate] | None,
+        Field(description="With ablate: the top candidates with every head on."),
+    ] = None
+    unablated_p: Annotated[
+        list[float] | None,
+        Field(description="With ablate: each candidate of `next`, its p with every head on."),
+    ] = None
     roles: list[list[DecoderRole]]  # layers × heads
     induction: Annotated[
         arrays.Matrix | None,

@@ -2,6 +2,8 @@
 decoded one at a time against every layer's KV cache, and what the heads did on the way."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -160,15 +162,70 @@ def compute_decoder(
         return decode_request(req, settings, check)
 
 
+@dataclass
+class Run:
+    """What decoding one request produced: the whole sequence, its surprisal, the logits
+    after its last token, the generated steps, and the decoder holding the caches."""
+
+    ids: list[int]
+    surprisal: list[float | None]
+    logits: np.ndarray  # (vocab,) after the last token
+    steps: list[Step]
+    stopped: Literal["length", "end"] | None
+    decoder: llama.Decoder
+
+
+def decode(
+    req: DecoderRequest, loaded: LoadedDecoder, ids: list[int], decoder: llama.Decoder
+) -> Run:
+    """Prefill the prompt, then generate one token at a time, each step's candidates kept."""
+    model = loaded.weights
+    surprisal, logits = prompt_surprisal(decoder.feed(ids), ids, model)
+    sampler = sm.Sampler(**req.sampling.model_dump())
+    run = Run(list(ids), surprisal, logits, [], None, decoder)
+    for _ in range(req.generate):
+        top = candidates(loaded, run.logits, req.top)
+        token, p_sampled = sampler.choose(run.logits)
+        p = float(np.exp(sm.log_softmax(run.logits.astype(np.float64))[token]))
+        run.steps.append(
+            Step(
+                token=piece(loaded, token), id=token, p=p, p_sampled=p_sampled, top=top,
+                cached_positions=decoder.cached_positions,
+            )
+        )  # fmt: skip
+        run.ids.append(token)
+        run.surprisal.append(-float(np.log(p)))
+        run.logits = llama.unembed(decoder.feed([token]), model)[0]
+        run.stopped = "end" if token in loaded.end_ids else "length"
+        if run.stopped == "end":
+            break
+    return run
+
+
+def every_head_on(
+    req: DecoderRequest, loaded: LoadedDecoder, run: Run, policy: dc.CachePolicy
+) -> dict[str, object]:
+    """With heads switched off: the same sequence with every head on, its top candidates
+    and the probability it gives each candidate of `next`."""
+    model = loaded.weights
+    whole = llama.Decoder(model, len(run.ids), policy, check=run.decoder.check)
+    logits = llama.unembed(whole.feed(run.ids)[-1:], model)[0]
+    p = np.exp(sm.log_softmax(logits.astype(np.float64)))
+    ids, _ = sm.top_candidates(run.logits, req.top)
+    return {
+        "unablated_next": candidates(loaded, logits, req.top),
+        "unablated_p": [float(p[i]) for i in ids],
+    }
+
+
 def decode_request(
     req: DecoderRequest, settings: Settings, check: Callable[[], None]
 ) -> DecoderResult:
     loaded = loaded_decoder(settings)
     model = loaded.weights
     config = model.config
-    ids = prompt_ids(req, loaded)
-    prompt = len(ids)
-    longest = prompt + req.generate
+    prompt = prompt_ids(req, loaded)
+    longest = len(prompt) + req.generate
     check_request(req, config, longest)
     layer = req.shown_layer
     dense = {"none": [], "layer": [layer], "all": list(range(config.layers))}[req.weights]
@@ -184,36 +241,16 @@ def decode_request(
     watch = llama.LayerWatch(config, layer, longest, model.embedding.dtype)
     observers = [log, watch] if req.head is not None else [log]
     off = sorted({(layer, head) for layer, head in req.ablate})
-    decoder = llama.Decoder(
-        model, cache_capacity(policy, prompt, longest), policy, off, observers, check
-    )
-    surprisal, logits = prompt_surprisal(decoder.feed(ids), ids, model)
-    sampler = sm.Sampler(**req.sampling.model_dump())
-    steps: list[Step] = []
-    stopped = None
-    for _ in range(req.generate):
-        top = candidates(loaded, logits, req.top)
-        token, p_sampled = sampler.choose(logits)
-        p = float(np.exp(sm.log_softmax(logits.astype(np.float64))[token]))
-        steps.append(
-            Step(
-                token=piece(loaded, token), id=token, p=p, p_sampled=p_sampled, top=top,
-                cached_positions=decoder.cached_positions,
-            )
-        )  # fmt: skip
-        ids.append(token)
-        surprisal.append(-float(np.log(p)))
-        logits = llama.unembed(decoder.feed([token]), model)[0]
-        stopped = "end" if token in loaded.end_ids else "length"
-        if stopped == "end":
-            break
-    n = len(ids)
+    capacity = cache_capacity(policy, len(prompt), longest)
+    decoder = llama.Decoder(model, capacity, policy, off, observers, check)
+    run = decode(req, loaded, prompt, decoder)
+    n = len(run.ids)
 
     extra: dict[str, object] = {}
     if req.repeat_random is not None and log.back is not None:
         spec = req.repeat_random
         extra["induction"] = rl.induction_scores(log.back[..., :n], spec.length)
-        first, second = surprisal[1 : spec.length], surprisal[spec.length : 2 * spec.length]
+        first, second = run.surprisal[1 : spec.length], run.surprisal[spec.length : 2 * spec.length]
         extra["repeat"] = RepeatTest(
             spec.length, spec.seed, float(np.mean(first)), float(np.mean(second))
         )
@@ -222,27 +259,26 @@ def decode_request(
     elif req.weights == "all":
         extra["weights"] = np.stack([log.dense[i][:, :n, :n] for i in dense])
     if req.head is not None:
-        extra.update(
-            stages=head_stages(req, loaded, watch, policy, ids), kv_head=config.kv_head(req.head)
-        )
+        extra["stages"] = head_stages(req, loaded, watch, policy, run.ids)
+        extra["kv_head"] = config.kv_head(req.head)
+    if off:
+        extra.update(every_head_on(req, loaded, run, policy))
 
-    tokens = [piece(loaded, i) for i in ids]
     cached = decoder.cached_positions
-    per_token = decoder.cache_bytes // len(cached)
     itemsize = model.embedding.dtype.itemsize
     return DecoderResult(
         model=model_info(loaded),
-        tokens=tokens,
-        token_ids=np.array(ids),
-        text=loaded.tokenizer.decode(ids, skip_special_tokens=False),
-        prompt_length=prompt,
-        surprisal=surprisal,
-        next=candidates(loaded, logits, req.top),
-        steps=steps,
-        stopped=stopped,
+        tokens=[piece(loaded, i) for i in run.ids],
+        token_ids=np.array(run.ids),
+        text=loaded.tokenizer.decode(run.ids, skip_special_tokens=False),
+        prompt_length=len(prompt),
+        surprisal=run.surprisal,
+        next=candidates(loaded, run.logits, req.top),
+        steps=run.steps,
+        stopped=run.stopped,
         kv_cache=KVCacheSize(
             dtype=str(model.embedding.dtype),
-            bytes_per_token=per_token,
+            bytes_per_token=decoder.cache_bytes // len(cached),
             bytes=decoder.cache_bytes,
             positions=len(cached),
             layers=config.layers,

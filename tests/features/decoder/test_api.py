@@ -120,6 +120,25 @@ def test_the_induction_test_finds_heads_that_copy_what_came_next(client: TestCli
     assert repeat["second_copy_surprisal"] < repeat["first_copy_surprisal"] / 2
 
 
+def test_heads_switched_off_come_with_the_probabilities_every_head_on_gives(
+    client: TestClient,
+) -> None:
+    text = "When John and Mary went to the store, John gave a drink to"
+    whole = post(client, text=text, top=5).json()
+    off = post(client, text=text, top=5, ablate=[[17, 3], [17, 4], [18, 6], [17, 3]]).json()
+    assert off["ablate"] == [[17, 3], [17, 4], [18, 6]]  # sorted, once each
+    on = off["unablated_next"]  # the same run, its last row unembedded alone: float32 digits
+    assert [c["id"] for c in on] == [c["id"] for c in whole["next"]]
+    assert [c["p"] for c in on] == pytest.approx([c["p"] for c in whole["next"]], abs=1e-6)
+    assert whole["next"][0]["token"] == " Mary"
+    every_on = {c["id"]: c["p"] for c in whole["next"]}
+    for candidate, p in zip(off["next"], off["unablated_p"], strict=True):
+        if candidate["id"] in every_on:
+            assert p == pytest.approx(every_on[candidate["id"]], abs=1e-6)
+    assert off["next"][0]["p"] != pytest.approx(whole["next"][0]["p"], abs=1e-3)
+    assert "unablated_next" not in whole
+
+
 @pytest.mark.parametrize(
     ("body", "loc", "words"),
     [

@@ -19,6 +19,7 @@ A teacher's lesson travels cut to its limits (app/core/limits.py), and the page 
 """
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -40,6 +41,12 @@ SCOPE_KEY = "classroom_params"
 LESSON_LIMITS = (("lesson_title", MAX_LESSON_TITLE_CHARS), ("lesson_text", MAX_LESSON_TEXT_CHARS))
 
 Pairs = Sequence[tuple[str, str]]
+
+
+# Whether the request being served is in presenter mode: set once per request by
+# ClassroomMiddleware, read where a picture is laid out for it (the heatmap() template global),
+# as the language is (app/core/i18n.py).
+presenting: ContextVar[bool] = ContextVar("presenting", default=False)
 
 
 def flag(value: str | None) -> bool:
@@ -237,6 +244,7 @@ class ClassroomMiddleware:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
         locale = current_locale()
+        token = presenting.set(flag(_get(lifted, "present")))
 
         async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start" and is_html(message):
@@ -246,7 +254,10 @@ class ClassroomMiddleware:
                 headers.add_vary_header("Accept-Language")
             await send(message)
 
-        await self.app(scope, receive, send_in_language)
+        try:
+            await self.app(scope, receive, send_in_language)
+        finally:
+            presenting.reset(token)
 
 
 def is_html(start: Message) -> bool:

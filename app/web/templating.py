@@ -22,7 +22,7 @@ from app import TEMPLATES_DIR
 from app.core import i18n, limits
 from app.figures.heatmap import Heatmap, HeatmapGroup
 from app.figures.heatmap import render as render_figure
-from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
+from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, presenting, url
 from app.web.figures import fmt
 from app.web.nav import NAV
 from app.web.responses import dumps
@@ -86,11 +86,10 @@ def figure_data(fig: dict[str, Any]) -> Markup:
     return json_data({**fig, "layout": layout})
 
 
-@pass_context
-def heatmap(context: Context, figure: Heatmap | HeatmapGroup) -> Markup:
+def heatmap(figure: Heatmap | HeatmapGroup) -> Markup:
     """`{{ heatmap(view.weights_map) }}`: a heatmap or a group of them, drawn by the server
-    in the page's presenter mode (app/figures/heatmap)."""
-    return render_figure(figure, present=context["classroom"].present)
+    for the request's presenter mode (app/figures/heatmap), from any template or macro."""
+    return render_figure(figure, present=presenting.get())
 
 
 @pass_context

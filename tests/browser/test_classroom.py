@@ -37,7 +37,7 @@ def test_presenter_mode_on_a_projector(page: Page, name: str, path: str) -> None
         "rgb(0, 0, 0)"
     )
     if name != "lessons":
-        plot = page.locator(".plot .main-svg").first
+        plot = page.locator("figure.hm svg").first
         expect(plot).to_be_visible()
         assert plot.bounding_box()["height"] >= 440  # thick cells, readable from the back
     save_screenshot(page, f"presenter-{name}-1280x720")
@@ -75,7 +75,7 @@ def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
     page.click(".guess-form button[type=submit]")
     expect(page.locator("#guess-result")).to_contain_text("the weight is 0.670")
     expect(page.locator("#guess-result")).to_contain_text("Close.")
-    expect(page.locator("[data-figure='walk-weights'] .main-svg").first).to_be_visible()
+    expect(page.locator("#walk-weights svg").first).to_be_visible()
     page.locator("h1").click()  # keys act when no field has the focus
     press(page, "ArrowLeft")
     expect(heading).to_contain_text("Step 5 of 8")
@@ -138,7 +138,7 @@ def test_embed_view_inside_an_iframe(page: Page) -> None:
     expect(frame.locator(".site-header")).to_have_count(0)
     expect(frame.locator(".site-footer")).to_have_count(0)
     expect(frame.locator("body")).to_have_class("embed")
-    expect(frame.locator("[data-figure='walk-scores'] .main-svg").first).to_be_visible()
+    expect(frame.locator("#walk-scores svg").first).to_be_visible()
     save_screenshot(page, "embed-preview")
 
 

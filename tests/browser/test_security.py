@@ -107,10 +107,11 @@ def test_payloads_typed_as_tokens_show_as_text_in_tables_and_heatmaps(page: Page
     table = page.locator("#token-table")
     for token in TOKEN_PAYLOADS:
         expect(table).to_contain_text(token)
-    ticks = page.locator("[data-figure] .xtick text")
+    ticks = page.locator("#fig-scores .hm-cols text")
     expect(ticks.first).to_be_visible()
-    labels = set(ticks.all_text_contents())
-    assert set(TOKEN_PAYLOADS) <= labels, labels
+    labels = ticks.all_text_contents()
+    for token in TOKEN_PAYLOADS:  # a long label is cut with "…"; the rest is in the table
+        assert any(token.startswith(label.removesuffix("…")) for label in labels), labels
     assert_nothing_ran(page, dialogs)
 
 

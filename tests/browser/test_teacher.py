@@ -17,6 +17,7 @@ from playwright.sync_api import Page, expect
 
 from app.core.i18n import format_vector
 from tests.browser.conftest import HEADER_MAX_PX, axe_violations, save_screenshot
+from tests.browser.figures import cells_box, heatmaps
 
 KEY_DELAY_MS = 90  # a quick typist; each key lands while the previous key's update is out
 VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 844)}
@@ -134,7 +135,7 @@ def test_typing_in_the_lab(
     page: Page, start: str, selector: str, text: str, replace: bool, param: str
 ) -> None:
     page.goto(start)
-    expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
+    expect(page.locator("#fig-weights svg").first).to_be_visible()
     typed = type_like_a_teacher(page, selector, text, replace=replace)
     settled(page, param, typed.replace(" ", "+"))
     lab_matches_the_api(page)
@@ -154,7 +155,7 @@ def test_typing_in_every_matrix_of_the_lab(page: Page) -> None:
     """One cell of x, W_Q, W_K and W_V, one page: each edit changes that cell and no other
     matrix (what the form shows is what was computed), and the numbers are the API's."""
     page.goto("/")
-    expect(page.locator("[data-figure='fig-weights'] .main-svg").first).to_be_visible()
+    expect(page.locator("#fig-weights svg").first).to_be_visible()
     for param, row, col, text in (
         ("x", 1, 0, "0.5"),
         ("w_q", 0, 1, "-1.25"),
@@ -370,7 +371,7 @@ def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page)
     """Steps swap in where the reader is (no reload, the figure stays on screen); the guess
     is typed key by key and revealed only when it is sent; the toolbar saves SVG."""
     page.goto("/walkthrough?step=masked&predict=1")
-    expect(page.locator("[data-figure='walk-masked'] .main-svg").first).to_be_visible()
+    expect(page.locator("#walk-masked svg").first).to_be_visible()
     page.evaluate("window.__samePage = true")
     page.locator("#walk-next").click()
     expect(page).to_have_url(re.compile(r"step=weights"))
@@ -386,8 +387,8 @@ def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page)
     ).json()["query"]["rows"]
     weight = printed(rows[int(q["key"])]["weight"])
     expect(page.locator("#guess-result")).to_contain_text(f"the weight is {weight}")
-    figure = page.locator("[data-figure='walk-weights']")
-    expect(figure.locator(".main-svg").first).to_be_visible()
+    figure = page.locator("#walk-weights")
+    expect(figure.locator("svg").first).to_be_visible()
     box = figure.bounding_box()
     assert box is not None
     assert 0 <= box["y"] < 800, "the step's figure is off the screen"
@@ -397,11 +398,8 @@ def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page)
     expect(page.locator("#step-title")).to_contain_text("Step 5")
     assert page.evaluate("window.__samePage === true")
     expect(page.locator("#walk-masked-table tbody tr td").first).to_be_visible()
-    plot = page.locator("[data-figure='walk-masked']")
-    plot.hover()
-    label = page.evaluate("document.body.dataset.svgLabel")
     with page.expect_download() as download:
-        plot.locator(f".modebar-btn[data-title='{label}']").click()
+        page.locator("#walk-masked [data-hm-download=svg]").click()
     assert download.value.suggested_filename.endswith(".svg")
 
 
@@ -438,6 +436,16 @@ def check_colour_ranges(page: Page) -> int:
     """Weights on 0–1, signed values symmetric about 0; returns the heatmaps checked."""
     page.wait_for_load_state("networkidle")
     checked = 0
+    for drawn in heatmaps(page):
+        assert drawn["rows"] > 0, f"{drawn['id']}: a heatmap without token labels"
+        assert drawn["cols"] > 0, f"{drawn['id']}: a heatmap without token labels"
+        if drawn["first_stop"].lower() == VIRIDIS_START:
+            assert (drawn["low"], drawn["high"]) == (0, 1), drawn["id"]
+        else:
+            assert drawn["first_stop"].lower() == DIVERGING_START, drawn["id"]
+            assert drawn["low"] == pytest.approx(-drawn["high"]), drawn["id"]
+            assert drawn["high"] > 0
+        checked += 1
     for fig in page.evaluate(COLOUR_RANGES):
         for t in fig["traces"]:
             assert t["labelled"], f"{fig['figure']}: a heatmap without token labels"
@@ -465,10 +473,14 @@ def check_colour_ranges(page: Page) -> int:
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
-    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
     page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
     page.wait_for_timeout(800)
     assert check_colour_ranges(page) >= 1
+    for drawn in heatmaps(page):
+        assert drawn["smallest"] >= 10, f"{path} {drawn['id']}: text under 10 px"
+        assert drawn["overlaps"] == 0, f"{path} {drawn['id']}: labels over each other"
+        assert drawn["under_title"] == 0, f"{path} {drawn['id']}: the title over labels"
     for figure in page.evaluate(TOKEN_AXES):  # thumbnails and small multiples included
         assert figure["x"] > 0, f"{path} {figure['id']}: no labels along the keys"
         assert figure["y"] > 0, f"{path} {figure['id']}: no labels along the queries"
@@ -504,14 +516,6 @@ TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
 
 
 # ---------------------------------------------------------------- the first screen
-
-
-def cells_box(page: Page, figure: str) -> dict[str, float]:
-    area = page.locator(f"[data-figure='{figure}'] rect.nsewdrag").first
-    expect(area).to_be_visible()
-    box = area.bounding_box()
-    assert box is not None
-    return box
 
 
 def test_the_labs_heatmaps_are_on_the_first_screen(page: Page) -> None:
@@ -597,7 +601,7 @@ def test_chart_titles_fit_their_figures_in_spanish(
 @pytest.mark.parametrize("view", ["", "present=1", "lang=es", "lang=es&present=1"])
 def test_axe_in_each_mode_and_language(page: Page, path: str, view: str) -> None:
     page.goto(path + ("?" + view if view else ""))
-    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
     assert axe_violations(page) == []
 
 

@@ -5,7 +5,6 @@ import base64
 import io
 import re
 import xml.etree.ElementTree as ET
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -30,6 +29,7 @@ from app.figures.heatmap import (
 from app.figures.heatmap.layout import TYPES, layout, thinned
 from app.figures.heatmap.scale import nice_limit, text_colours
 from app.math.attention import attend, causal_mask
+from app.web.classroom import presenting
 from app.web.templating import environment
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -323,10 +323,14 @@ def test_presenter_mode_draws_no_text_below_16_px_and_never_shrinks_it() -> None
         assert "@container" not in markup
 
 
-def test_the_template_global_draws_in_the_pages_presenter_mode() -> None:
+def test_the_template_global_draws_in_the_requests_presenter_mode() -> None:
     template = environment.from_string("{{ heatmap(figure) }}")
     for present in (False, True):
-        html = template.render(figure=weights_map(), classroom=SimpleNamespace(present=present))
+        token = presenting.set(present)
+        try:
+            html = template.render(figure=weights_map())
+        finally:
+            presenting.reset(token)
         assert html == render(weights_map(), present=present)
 
 

@@ -54,7 +54,7 @@ def heads_figures(result: HeadsResult, selected: int) -> dict[str, Any]:
             selected=selected,
             ids=order,
         ),
-        "view": head_stages(result.head(selected)),
+        "view": head_stages(result.head(selected), prefix="head"),
         "concat": matrix_figure(
             result.concat, tokens, "concat (n × h·d_head)", gettext("head · column")
         ),

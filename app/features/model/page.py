@@ -27,10 +27,9 @@ from app.features.model.results import ModelHead
 from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
 from app.features.model.service import ModelResult, compute_model
 from app.features.model.store import MODEL_SHAPE, load_model
-from app.features.stages.page import _table, head_stages
+from app.features.stages.page import Stage, Table, head_stages, matrix_map
 from app.features.stages.results import OneHead
 from app.settings import Settings
-from app.web.figures import heatmap
 from app.web.multiples import heatmap_grid
 
 
@@ -207,14 +206,14 @@ def model_view(
     query = head.query.index
     dims = [f"d{j}" for j in range(head.d_head)]
     projections = [
-        {
-            "name": name,
-            "title": title,
-            "fig": heatmap(
-                getattr(shown, name), dims, tokens, title, "diverging", x_title=gettext("dimension")
+        Stage(
+            name,
+            title,
+            matrix_map(
+                f"proj-{name}", getattr(shown, name), tokens, dims, title, gettext("dimension")
             ),
-            "table": _table(getattr(shown, name), tokens, dims, title),
-        }
+            Table(np.asarray(getattr(shown, name)).tolist(), list(tokens), dims, title),
+        )
         for name, title in PROJECTIONS.items()
     ]
     view["projections"] = {"stages": projections, "full_tables": True}

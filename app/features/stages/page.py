@@ -1,5 +1,5 @@
-"""The stage strip of one head: which figures and tables a page shows, with which labels, and
-the arithmetic a reader sees when hovering a cell.
+"""The stage strip of one head: which heatmaps and tables a page shows, with which labels,
+and the arithmetic a reader sees when hovering or focusing a cell.
 
 Reads finished results and formats them; the attention itself was computed by a service. Any
 page with a result carrying the stage fields of /api/attention (tokens, q, k, v, scores,
@@ -8,6 +8,7 @@ with the macros of templates/stages/_stages.html."""
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from app.core.i18n import format_numbers, format_rows, gettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
-from app.web.figures import heatmap, labels_cells
+from app.figures.heatmap import Heatmap, signed_scale, weights_scale
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -172,18 +173,76 @@ def output_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
     ]
 
 
-def _table(matrix: Any, rows: Sequence[str], cols: Sequence[str], caption: str) -> dict[str, Any]:
-    return {
-        "matrix": matrix,
-        "row_labels": list(rows),
-        "col_labels": list(cols),
-        "caption": caption,
-    }
+@dataclass(frozen=True)
+class Table:
+    """A matrix as a table: the text alternative of its heatmap, and numbers to copy."""
+
+    matrix: Any  # rows of numbers (None where hidden, printed −∞)
+    row_labels: list[str]
+    col_labels: list[str]
+    caption: str
 
 
-def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, Any]:
-    """Everything templates/_stages.html shows for one head: the token table's rows, the
-    heatmap strip (each figure with its table as text alternative) and the query breakdown.
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the strip: its heatmap and, below it, its numbers as a table."""
+
+    name: str
+    title: str
+    map: Heatmap
+    table: Table
+
+
+@dataclass(frozen=True)
+class HeadStages:
+    """Everything templates/stages/_stages.html shows for one head: the token table's rows,
+    the strip of stages and the selected query key by key."""
+
+    result: OneHead
+    tokens: list[str]
+    query: QueryBreakdown
+    scale_label: str  # "√2", or "1" without scaling
+    stages: list[Stage]
+    full_tables: bool  # every row in the tables (else the selected query's row)
+    empty_rows: list[str]  # tokens whose query sees no key
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def weight_sum(self) -> float:
+        return self.query.weight_sum
+
+    def stage(self, name: str) -> Stage:
+        return next(stage for stage in self.stages if stage.name == name)
+
+
+def matrix_map(
+    figure_id: str,
+    matrix: Any,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    title: str,
+    col_title: str,
+    row_title: str | None = None,
+) -> Heatmap:
+    """A plain matrix (Q, K, V, a projection, the concatenation) on a scale symmetric
+    about 0: one row per token, one column per dimension."""
+    return Heatmap(
+        id=figure_id,
+        title=title,
+        values=matrix,
+        row_labels=list(rows),
+        col_labels=list(cols),
+        scale=signed_scale(matrix),
+        row_title=gettext("token") if row_title is None else row_title,
+        col_title=col_title,
+    )
+
+
+def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "fig") -> HeadStages:
+    """The strip of one head, each stage a heatmap (ids `{prefix}-{stage}`) with its table.
 
     `result` holds the stage fields of /api/attention. The breakdown is `result.query`
     when present, else it is built here for `query_index` (default: the last token)."""
@@ -204,131 +263,111 @@ def head_stages(result: OneHead, query_index: int | None = None) -> dict[str, An
     by = scale_label(result)
     texts = HeadTexts(result)
     dots = dot_hover(texts, tokens) if hover else None
+    rows = slice(None) if full else slice(i, i + 1)
 
-    def labelled(name: str) -> list[list[str]] | None:
-        """The matrix's numbers for the cells of its heatmap, when they are printed there."""
-        return texts[name] if labels_cells(np.shape(getattr(result, name))) else None
-
-    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
-
-    def square(name: str, caption: str) -> dict[str, Any]:
-        rows = slice(None) if full else slice(i, i + 1)
+    def square(name: str, caption: str) -> Table:
         matrix = np.asarray(getattr(result, name), dtype=float)[rows]
         if name == "masked":
             matrix = np.where(allowed[rows], matrix, np.nan)
         cells = [[None if x != x else x for x in row] for row in matrix.tolist()]  # NaN: hidden
-        return _table(cells, tokens[rows], tokens, caption)
+        return Table(cells, tokens[rows], tokens, caption)
 
+    def stage(name: str, title: str, map_title: str, caption: str, **heatmap: Any) -> Stage:
+        values = getattr(result, "scaled" if name == "masked" else name)
+        scale = weights_scale() if name == "weights" else signed_scale(values)
+        picture = Heatmap(
+            id=f"{prefix}-{name}",
+            title=map_title,
+            values=values,
+            row_labels=tokens,
+            col_labels=tokens,
+            scale=scale,
+            cell_texts=texts["scaled" if name == "masked" else name],
+            selected_row=i,
+            **heatmap,
+        )
+        return Stage(name, title, picture, square(name, caption))
+
+    weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
     stages = [
-        {
-            "name": "scores",
-            "title": "Q·Kᵀ",
-            "fig": heatmap(
-                result.scores,
-                tokens,
-                tokens,
-                "Q·Kᵀ",
-                "diverging",
-                hover=dots,
-                texts=labelled("scores"),
-            ),
-            "table": square("scores", gettext("Q·Kᵀ: query rows, key columns")),
-        },
-        {
-            "name": "scaled",
-            "title": f"÷ {by}",
-            "fig": heatmap(
-                result.scaled,
-                tokens,
-                tokens,
-                f"÷ {by}",
-                "diverging",
-                hover=scaled_hover(texts, dots) if dots else None,
-                texts=labelled("scaled"),
-            ),
-            "table": square("scaled", f"Q·Kᵀ ÷ {by}"),
-        },
-        {
-            "name": "masked",
-            "title": "+ M",
-            "fig": heatmap(
-                result.scaled,
-                tokens,
-                tokens,
-                "+ M",
-                "diverging",
-                hover=masked_hover(texts, tokens) if hover else None,
-                hidden=~allowed,
-                texts=labelled("scaled"),
-            ),
-            "table": square("masked", gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)")),
-        },
-        {
-            "name": "weights",
-            "title": "softmax",
-            "fig": heatmap(
-                result.weights,
-                tokens,
-                tokens,
-                gettext("softmax weights"),
-                hover=weight_hover(texts, tokens) if hover else None,
-                hidden=~allowed,
-                hidden_text="0",
-                texts=labelled("weights"),
-            ),
-            "table": square(
-                "weights", gettext("Softmax weights: each row sums to 1 (0 if it sees no key)")
-            ),
-        },
-        {
-            "name": "weighted",
-            "title": weighted_title,
-            "fig": heatmap(
-                weighted,
-                dims,
-                tokens,
-                weighted_title,
-                "diverging",
-                x_title=gettext("value dimension"),
-                y_title=gettext("key"),
+        stage("scores", "Q·Kᵀ", "Q·Kᵀ", gettext("Q·Kᵀ: query rows, key columns"), hover=dots),
+        stage(
+            "scaled",
+            f"÷ {by}",
+            f"÷ {by}",
+            f"Q·Kᵀ ÷ {by}",
+            hover=scaled_hover(texts, dots) if dots else None,
+        ),
+        stage(
+            "masked",
+            "+ M",
+            "+ M",
+            gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)"),
+            hover=masked_hover(texts, tokens) if hover else None,
+            hidden=~allowed,
+        ),
+        stage(
+            "weights",
+            "softmax",
+            gettext("softmax weights"),
+            gettext("Softmax weights: each row sums to 1 (0 if it sees no key)"),
+            hover=weight_hover(texts, tokens) if hover else None,
+            hidden=~allowed,
+            hidden_text="0",
+        ),
+        Stage(
+            "weighted",
+            weighted_title,
+            Heatmap(
+                id=f"{prefix}-weighted",
+                title=weighted_title,
+                values=weighted,
+                row_labels=tokens,
+                col_labels=dims,
+                scale=signed_scale(weighted),
+                row_title=gettext("key"),
+                col_title=gettext("value dimension"),
                 hover=weighted_hover(texts, query) if hover else None,
                 hidden=np.broadcast_to(~allowed[i][:, None], weighted.shape),
                 hidden_text="0",
             ),
-            "table": _table(
-                weighted,
+            Table(
+                weighted.tolist(),
                 tokens,
                 dims,
                 gettext("weight_j × v_j for the query “%(token)s”") % {"token": query.token},
             ),
-        },
-        {
-            "name": "output",
-            "title": "weights · V",
-            "fig": heatmap(
-                result.output,
-                dims,
-                tokens,
-                gettext("output = weights · V"),
-                "diverging",
-                x_title=gettext("output dimension"),
+        ),
+        Stage(
+            "output",
+            "weights · V",
+            Heatmap(
+                id=f"{prefix}-output",
+                title=gettext("output = weights · V"),
+                values=result.output,
+                row_labels=tokens,
+                col_labels=dims,
+                scale=signed_scale(result.output),
+                row_title=gettext("query"),
+                col_title=gettext("output dimension"),
                 hover=output_hover(texts, tokens) if hover else None,
-                texts=labelled("output"),
+                cell_texts=texts["output"],
+                selected_row=i,
             ),
-            "table": _table(
-                result.output, tokens, dims, gettext("Output = weights · V, one row per token")
+            Table(
+                np.asarray(result.output).tolist(),
+                tokens,
+                dims,
+                gettext("Output = weights · V, one row per token"),
             ),
-        },
+        ),
     ]
-    return {
-        "tokens": tokens,
-        "n": n,
-        "result": result,
-        "query": query,
-        "weight_sum": query.weight_sum,
-        "scale_label": by,
-        "stages": stages,
-        "full_tables": full,
-        "cell_text": labels_cells((n, n)),
-        "empty_rows": [tokens[r] for r in result.empty_rows],
-    }
+    return HeadStages(
+        result=result,
+        tokens=tokens,
+        query=query,
+        scale_label=by,
+        stages=stages,
+        full_tables=full,
+        empty_rows=[tokens[r] for r in result.empty_rows],
+    )

@@ -20,10 +20,9 @@ from app.core.i18n import N_, gettext
 from app.features.lab.page import LabPage, lab_page
 from app.features.lab.schemas import AttentionResult
 from app.features.lab.state import LabParams, Text
-from app.features.stages.page import head_stages
+from app.features.stages.page import Stage, Table, head_stages, matrix_map
 from app.features.stages.results import QueryBreakdown
 from app.settings import Settings
-from app.web.figures import TitledFigure, heatmap
 
 # (name in the URL, the short label in the step list)
 STEPS: tuple[tuple[str, str], ...] = (
@@ -101,23 +100,15 @@ def split_items(
     return lab, own
 
 
-def input_figures(result: AttentionResult) -> dict[str, TitledFigure]:
-    """Heatmaps of x, Q, K and V (rows are tokens, columns their dimensions)."""
+def input_figures(result: AttentionResult) -> dict[str, Stage]:
+    """Heatmaps of x, Q, K and V (rows are tokens, columns their dimensions), with tables."""
     tokens = list(result.tokens)
     figures = {}
     for name, title in (("x", "x"), ("q", "Q = x·W_Q"), ("k", "K = x·W_K"), ("v", "V = x·W_V")):
         matrix = np.asarray(getattr(result, name), dtype=float)
         dims = [f"d{j}" for j in range(matrix.shape[1])]
-        fig = heatmap(
-            matrix,
-            dims,
-            tokens,
-            title,
-            "diverging",
-            x_title=gettext("dimension"),
-            y_title=gettext("token"),
-        )
-        figures[name] = TitledFigure(fig, title, dims)
+        picture = matrix_map(f"walk-{name}", matrix, tokens, dims, title, gettext("dimension"))
+        figures[name] = Stage(name, title, picture, Table(matrix.tolist(), tokens, dims, title))
     return figures
 
 
@@ -142,8 +133,8 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
     lab_items, own = split_items(items)
     lab: LabPage = lab_page(lab_items, settings)
     result = lab.result
-    view = head_stages(result.head())
-    query = view["query"]
+    view = head_stages(result.head(), prefix="walk")
+    query = view.query
     step = own.get("step") if own.get("step") in STEP_NAMES else STEP_NAMES[0]
     index = STEP_NAMES.index(step)
     corrections = list(lab.notes)
@@ -171,7 +162,7 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
         "state": state,  # the lab's canonical parameters
         "walk": state + ([("predict", "1")] if predict else []),  # … and the mode
         "view": view,
-        "stages": {stage["name"]: stage for stage in view["stages"]},
+        "stages": {stage.name: stage for stage in view.stages},
         "inputs": input_figures(result) if step in ("x", "qkv") else {},
         "steps": STEPS,
         "step": step,

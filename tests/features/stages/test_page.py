@@ -1,33 +1,32 @@
-"""The stage view: hover arithmetic written on the server, figures plotly accepts, tables."""
+"""The stage view: hover arithmetic written on the server, heatmaps on honest scales, tables."""
 
 import dataclasses
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from app.core.i18n import format_rows
 from app.features.lab.download import stages_csv
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
-from app.features.stages.page import head_stages, shorts
+from app.features.stages.page import HeadStages, Stage, head_stages, shorts
+from app.figures.heatmap import DIVERGING, VIRIDIS, render
 from app.settings import Settings
-from app.web.figures import DIVERGING
 
 SETTINGS = Settings()
 
 
 @pytest.fixture(scope="module")
-def worked() -> dict:
+def worked() -> HeadStages:
     return head_stages(compute_attention(AttentionRequest(), SETTINGS).head())
 
 
-def stage(view: dict, name: str) -> dict:
-    return next(s for s in view["stages"] if s["name"] == name)
+def stage(view: HeadStages, name: str) -> Stage:
+    return view.stage(name)
 
 
-def hover(view: dict, name: str, i: int, j: int) -> str:
-    return stage(view, name)["fig"]["data"][0]["customdata"][i][j]
+def hover(view: HeadStages, name: str, i: int, j: int) -> str:
+    return stage(view, name).map.tips[i][j]
 
 
 @pytest.mark.parametrize(
@@ -43,60 +42,64 @@ def hover(view: dict, name: str, i: int, j: int) -> str:
         ("output", 1, 0, "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835"),
     ],
 )
-def test_hover_shows_the_cells_arithmetic(worked: dict, name: str, i: int, j: int, text: str):
+def test_hover_shows_the_cells_arithmetic(
+    worked: HeadStages, name: str, i: int, j: int, text: str
+) -> None:
     assert hover(worked, name, i, j) == text
+    assert text.replace(">", "&gt;") in render(stage(worked, name).map)  # in the markup
 
 
-@pytest.mark.parametrize("name", ["scores", "scaled", "masked", "weights", "weighted", "output"])
-def test_every_figure_is_a_valid_plotly_figure(worked: dict, name: str) -> None:
-    go.Figure(stage(worked, name)["fig"])
+def test_hidden_cells_read_minus_infinity_and_zero_in_the_hidden_look(worked: HeadStages) -> None:
+    masked, weights = stage(worked, "masked").map, stage(worked, "weights").map
+    assert masked.mask[1, 2]
+    assert masked.texts[1][2] == "−∞"
+    assert weights.mask[1, 2]
+    assert weights.texts[1][2] == "0"
+    assert weights.texts[1][:2] == ["0.670", "0.330"]  # the table's numbers, in the cells
+    assert tuple(weights.rgb[1, 2]) == (0x8A, 0x8A, 0x8A)  # no scale colour
 
 
-def test_hidden_cells_are_gaps_labelled_minus_infinity(worked: dict) -> None:
-    trace = stage(worked, "masked")["fig"]["data"][0]
-    assert np.isnan(trace["z"][1][2])
-    assert trace["text"][1][2] == "−∞"
-    weights = stage(worked, "weights")["fig"]["data"][0]
-    assert np.isnan(weights["z"][1][2])
-    assert weights["text"][1][2] == "0"
-
-
-def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: dict) -> None:
-    assert stage(worked, "weights")["fig"]["data"][0]["colorscale"] == "Viridis"
+def test_scales_are_colour_blind_safe_and_signed_ones_centred(worked: HeadStages) -> None:
+    weights = stage(worked, "weights").map.scale
+    assert (weights.stops, weights.low, weights.high) == (VIRIDIS, 0.0, 1.0)
     for name in ("scores", "scaled", "masked", "weighted", "output"):
-        trace = stage(worked, name)["fig"]["data"][0]
-        assert (trace["colorscale"], trace["zmid"]) == (DIVERGING, 0.0)
-        assert trace["zmin"] == -trace["zmax"]
+        scale = stage(worked, name).map.scale
+        assert scale.stops == DIVERGING
+        assert scale.low == -scale.high
 
 
-def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: dict) -> None:
-    table = stage(worked, "weighted")["table"]
-    assert np.round(table["matrix"], 2).tolist() == [[0.67, -0.67], [0.17, 0.33], [0.0, 0.0]]
-    assert table["row_labels"] == ["The", "cat", "sleeps"]
-    assert worked["weight_sum"] == pytest.approx(1.0)
+def test_every_stage_outlines_the_selected_query(worked: HeadStages) -> None:
+    for name in ("scores", "scaled", "masked", "weights", "output"):
+        assert stage(worked, name).map.selected_row == 1  # "cat"
 
 
-def test_a_result_without_a_breakdown_gets_one(worked: dict) -> None:
+def test_the_selected_querys_weighted_values_are_seed_000s_column(worked: HeadStages) -> None:
+    table = stage(worked, "weighted").table
+    assert np.round(table.matrix, 2).tolist() == [[0.67, -0.67], [0.17, 0.33], [0.0, 0.0]]
+    assert table.row_labels == ["The", "cat", "sleeps"]
+    assert worked.weight_sum == pytest.approx(1.0)
+
+
+def test_a_result_without_a_breakdown_gets_one(worked: HeadStages) -> None:
     """Other pages (several heads, a real model) pass stage fields without `query`."""
-    head = dataclasses.replace(worked["result"], query=None)
+    head = dataclasses.replace(worked.result, query=None)
     view = head_stages(head, query_index=0)
-    assert view["query"].token == "The"
-    assert [round(r.weight, 3) for r in view["query"].rows] == [1.0, 0.0, 0.0]
+    assert view.query.token == "The"
+    assert [round(r.weight, 3) for r in view.query.rows] == [1.0, 0.0, 0.0]
 
 
 def test_large_sequences_skip_hover_and_full_tables() -> None:
     tokens = [f"t{i}" for i in range(40)]
     view = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS).head())
-    assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
-    assert "text" not in stage(view, "scores")["fig"]["data"][0]
-    assert len(stage(view, "weights")["table"]["matrix"]) == 1  # the selected query's row
+    assert stage(view, "scores").map.hover is None
+    assert len(stage(view, "weights").table.matrix) == 1  # the selected query's row
 
 
-def test_markup_in_labels_reaches_plotly_as_entities() -> None:
+def test_markup_in_labels_is_text() -> None:
     result = compute_attention(AttentionRequest(tokens=["<b>x</b>", "&"]), SETTINGS)
-    trace = stage(head_stages(result.head()), "scores")["fig"]["data"][0]
-    assert trace["x"] == ["&lt;b&gt;x&lt;/b&gt;", "&amp;"]
-    assert trace["customdata"][0][1].startswith("q_&lt;b&gt;x&lt;/b&gt; · k_&amp;")
+    markup = render(stage(head_stages(result.head()), "scores").map)
+    assert "<b>x</b>" not in markup
+    assert "&lt;b&gt;x&lt;/b&gt;" in markup
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
@@ -122,7 +125,7 @@ def test_wide_heads_leave_the_arithmetic_out_of_the_hover_but_keep_the_numbers()
         w_v=rng.standard_normal((32, 32)).round(2).tolist(),
     )
     view = head_stages(compute_attention(req, SETTINGS))
-    assert "customdata" not in stage(view, "scores")["fig"]["data"][0]
-    assert len(stage(view, "weights")["table"]["matrix"]) == 14  # the tables stay whole
+    assert stage(view, "scores").map.hover is None
+    assert len(stage(view, "weights").table.matrix) == 14  # the tables stay whole
     narrow = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
-    assert "customdata" in stage(narrow, "scores")["fig"]["data"][0]
+    assert stage(narrow, "scores").map.hover is not None

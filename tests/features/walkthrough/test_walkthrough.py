@@ -33,7 +33,7 @@ def sentence(html: str) -> str:
 def test_each_step_of_the_worked_example_shows_its_numbers(client, step, says, figures) -> None:
     html = page(client, step=step)
     assert says in sentence(html)
-    assert re.findall(r'<script type="application/json" id="(walk-[a-z]+)"', html) == figures
+    assert re.findall(r'<figure class="hm" id="(walk-[a-z]+)"', html) == figures
     assert 'aria-current="step">' in html
     number = STEP_NAMES.index(step) + 1
     assert f"Step {number} of 8" in html

@@ -18,12 +18,15 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    CACHE_DIR=/var/cache/attention-lab
 # WORKERS is left to the app: one uvicorn worker per core the container may use (its CPU
 # limit included); `-e WORKERS=N` sets it. `-e PUBLIC_URL=https://lab.example.org` is the
 # address students reach, for the embed code and the examples the pages show (unset, they
 # use the address the browser shows; never the request's Host header).
-RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin lab
+# The app's user, and CACHE_DIR owned by it: the only folder the app writes to.
+RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin lab \
+    && install -d -o 10001 -g 10001 -m 0755 "$CACHE_DIR"
 WORKDIR /srv/attention-lab
 
 # The venv: exactly the versions of uv.lock, the ones the tests passed with; the app's
@@ -48,6 +51,10 @@ COPY templates ./templates
 COPY static ./static
 COPY translations ./translations
 USER 10001:10001
+# What the app would write as it starts, written now by its own user (app/prepare.py): the
+# static files as served and the decoder's weights in float32, which every worker
+# memory-maps. The container then starts in seconds, on a read-only root file system too.
+RUN python -m app.prepare
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["python", "-m", "app.healthcheck"]

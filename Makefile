@@ -16,6 +16,11 @@ UV := UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never $(UV_BIN) --syste
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 CONTAINER_LOG := $(VENV)/container-check.log
+# What the app writes (the static files as served, the decoder's weights in float32): inside
+# the checkout, so that `make clean` removes it. The app, the tests and `python -m app.prepare`
+# all read CACHE_DIR from the environment.
+export CACHE_DIR ?= $(CURDIR)/.cache
+PREPARED := $(CACHE_DIR)/.prepared
 
 .PHONY: run test lint lock chromium wrk bench bench-load container-test clean messages
 
@@ -31,9 +36,15 @@ $(STAMP): $(RUNTIME_STAMP)
 	$(UV) sync --locked --quiet --group test
 	touch $@
 
+# The decoder's weights and the static files, prepared once after installing (app/prepare.py):
+# nothing is prepared while the app serves, and nothing is downloaded at all.
+$(PREPARED): $(RUNTIME_STAMP)
+	$(BIN)/python -m app.prepare
+	touch $@
+
 ## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, WORKERS = the cores; from the
 ## environment or settings). Installs the app and the models only, not the test tools.
-run: $(RUNTIME_STAMP)
+run: $(PREPARED)
 	$(BIN)/python -m app
 
 ## Write uv.lock again after a change to pyproject.toml's dependencies.
@@ -61,7 +72,7 @@ test: $(UV_BIN)
 	@echo "the container check starts beside the rest: $(CONTAINER_LOG)"
 	@$(PYTHON) deploy/container_test.py --uv $(UV_BIN) > $(CONTAINER_LOG) 2>&1 & container=$$!; \
 	trap 'kill $$container 2>/dev/null; wait $$container' INT TERM; \
-	if $(MAKE) --no-print-directory $(STAMP) chromium lint; then \
+	if $(MAKE) --no-print-directory $(STAMP) $(PREPARED) chromium lint; then \
 	  echo "$(BIN)/python -m pytest"; $(BIN)/python -m pytest; tests=$$?; \
 	else tests=$$?; kill $$container; fi; \
 	wait $$container; built=$$?; cat $(CONTAINER_LOG); \

@@ -7,9 +7,9 @@ packages below, nothing else), and the uv image is made from the uv that `make` 
 (`--uv`), the version the Dockerfile names. The Dockerfile is built with `--isolation chroot`
 and that uv's cache lent to the build, so the wheels of uv.lock that `make` downloaded are not
 downloaded again. Then the container is started and /healthz, the image's own HEALTHCHECK
-command, the worked example, the trained model and the security headers are checked through
-HTTP. Everything it made (the base, the images, the containers) is removed before it exits,
-whatever happened.
+command, the worked example, the trained model, the decoder (its weights prepared as the image
+was built) and the security headers are checked through HTTP. Everything it made (the base,
+the images, the containers) is removed before it exits, whatever happened.
 
 `--clean` removes what an interrupted run left behind (`make clean` calls it).
 Exit status: 0 when every check passed or the check was skipped, 1 when something failed.
@@ -65,6 +65,13 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         output = last_line(done.stderr or done.stdout)
         raise CheckError(f"`{' '.join(args[:2])}` exited with status {done.returncode}: {output}")
     return done
+
+
+def podman_error(done: subprocess.CompletedProcess) -> str:
+    """podman's own reason, whole: its last "Error: …" line (its other lines are warnings
+    about systemd timers and the like), without the prefix."""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
+    return errors[-1].removeprefix("Error: ").rstrip(".") if errors else last_line(done.stderr)
 
 
 def last_line(output: str) -> str:
@@ -200,6 +207,7 @@ class Container:
                 "podman",
                 "run",
                 "--rm",
+                "--no-healthcheck",  # its timer needs systemd; the check runs the probe itself
                 "--network=host",
                 f"--name={b.container}",
                 *self.env,
@@ -291,6 +299,10 @@ def run_checks(container: Container, health: list[str]) -> bool:
     tokens = json.loads(model_body)["tokens"] if model_status == 200 else []
     page_status, _, page = get(f"{base}/")
     csp = headers.get("content-security-policy", "")
+    decoder_state = wait_for_decoder(base)
+    prompt = b'{"text": "The capital of France is", "top": 1}'
+    decoder_status, _, decoder_body = get(f"{base}/api/decoder", prompt)
+    best = json.loads(decoder_body)["next"][0]["token"] if decoder_status == 200 else ""
     return all(
         [
             check("runs as a non-root user", uid not in ("", "0"), f"uid {uid}"),
@@ -299,10 +311,23 @@ def run_checks(container: Container, health: list[str]) -> bool:
             check(f"HEALTHCHECK {' '.join(health)}", probe.returncode == 0),
             check("POST /api/attention {} (cat)", weights == [0.67, 0.33, 0.0], f"{weights}"),
             check("POST /api/model (the trained model)", tokens[:1] == ["[CLS]"], f"{tokens}"),
+            check("the decoder's weights prepared in the image", decoder_state == "ready"),
+            check("POST /api/decoder (the capital of France)", best == " Paris", repr(best)),
             check("security headers", "script-src 'self'" in csp),
             check("GET /", page_status == 200 and b"cat" in page, f"{page_status}, {len(page)} B"),
         ]
     )
+
+
+def wait_for_decoder(base: str, seconds: float = 30) -> str:
+    """The decoder's state in /healthz once it has stopped loading (its weights were prepared
+    as the image was built, so it only memory-maps them)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        state = json.loads(get(f"{base}/healthz")[2])["decoder"]
+        if state not in ("loading", "not loaded yet") or time.monotonic() > deadline:
+            return state
+        time.sleep(0.3)
 
 
 @contextlib.contextmanager
@@ -335,8 +360,10 @@ def check_container(engine: str, uv: Path) -> bool:
         probe = sh(*container.command("true"), check=False) if engine == "podman" else None
         if probe is not None and probe.returncode != 0:
             ok = True
-            reason = last_line(probe.stderr)
-            verdict = f"built, not run: podman cannot start a container here ({reason})"
+            verdict = (
+                f"built, not run: podman cannot start a container here ({podman_error(probe)}); "
+                "with buildah installed the check runs the image with `buildah run`."
+            )
         else:
             container.start(cmd)
             container.wait_healthy()

@@ -21,6 +21,10 @@ CONTAINER_LOG := $(VENV)/container-check.log
 # all read CACHE_DIR from the environment.
 export CACHE_DIR ?= $(CURDIR)/.cache
 PREPARED := $(CACHE_DIR)/.prepared
+# Python keeps the bytecode it compiles (in __pycache__, which `make clean` removes), even where
+# the environment says not to: otherwise every process of `make test` (pytest, its workers,
+# the linters) compiles the libraries and rewrites the tests again, about 6 s of CPU each.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: run test lint lock chromium wrk bench bench-load container-test clean messages
 

@@ -168,3 +168,27 @@ def test_the_container_check_without_its_tools_says_so_in_one_sentence(
     assert done.stdout.splitlines() == [
         f"Container check skipped: {reason} (`.ci/run` installs buildah and mmdebstrap)."
     ]
+
+
+def test_the_image_prepares_its_cache_folder_as_its_own_user_before_it_serves() -> None:
+    """The app writes only into CACHE_DIR (static files, the decoder's weights): the image
+    names a folder outside any home, gives it to the app's user and fills it as it is built,
+    so the container starts on a read-only root file system."""
+    runtime = DOCKERFILE.rsplit("\nFROM ", 1)[1]
+    cache_dir = dockerfile_env()["CACHE_DIR"]
+    assert settings_from({"CACHE_DIR": cache_dir}).cache_dir == Path(cache_dir)
+    uid = re.search(r"^USER (\d+)", runtime, re.M).group(1)
+    assert re.search(rf"install -d -o {uid} -g {uid} -m 0755 \"\$CACHE_DIR\"", runtime)
+    user_at, prepare_at = runtime.index("\nUSER "), runtime.index("RUN python -m app.prepare")
+    assert user_at < prepare_at < runtime.index("\nCMD ")
+    assert kind("Deployment")["spec"]["template"]["spec"]["containers"][0]["securityContext"][
+        "readOnlyRootFilesystem"
+    ]
+    assert COMPOSE["services"]["attention-lab"]["read_only"] is True
+
+
+def test_make_keeps_the_cache_folder_inside_the_checkout_where_make_clean_finds_it() -> None:
+    assert re.search(r"^export CACHE_DIR \?= \$\(CURDIR\)/\.cache$", MAKEFILE, re.M)
+    clean = MAKEFILE.split("\nclean:", 1)[1].split("\n\n", 1)[0]
+    assert " .cache " in clean
+    assert re.search(r"^run: \$\(PREPARED\)$", MAKEFILE, re.M)

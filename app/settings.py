@@ -176,13 +176,14 @@ class Settings(BaseSettings):
         "/healthz and small requests between the steps of heavy work (app/web/process.py).",
     )
     malloc_mmap_threshold_bytes: int = Field(
-        0,
+        2**20,
         ge=0,
         le=32 * 2**20,
-        description="glibc only: memory blocks at least this large are mapped on their own and "
-        "given back to the system when freed; 0 leaves glibc's sliding threshold, which is "
-        "faster (a mapped block costs page faults on every use: a few ms per 6 MB answer) and "
-        "whose freed blocks `malloc_trim_idle_seconds` gives back (app/web/process.py).",
+        description="glibc only: memory blocks at least this large (large answers, and the "
+        "buffers of clients still reading them) are mapped on their own and given back to the "
+        "system as soon as they are freed; 0 leaves glibc's sliding threshold, a few ms faster "
+        "per 6 MB answer, under which the buffers of answers dropped for clients that stopped "
+        "reading stay in the heap (app/web/process.py).",
     )
     malloc_trim_idle_seconds: float = Field(
         1.0,

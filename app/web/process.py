@@ -14,8 +14,11 @@
   are capped (`malloc_arena_max`), and once heavy work has stopped for
   `malloc_trim_idle_seconds`, `malloc_trim` gives the free memory of every arena back
   (`trim_when_idle`, called after each piece of work, app/web/work.py). A fixed threshold
-  (`malloc_mmap_threshold_bytes`) would give it back at once, at the price of page faults
-  on every large block: 2 to 7 ms more per 6 MB answer, measured.
+  (`malloc_mmap_threshold_bytes`, 1 MiB by default) gives large blocks back at once, at the
+  price of page faults on every large block (a few ms per 6 MB answer): without it, the
+  write buffers of answers dropped for clients that stopped reading (app/server/protocol.py)
+  left holes the same size as the next one less a few bytes, so the heap grew by one buffer
+  for each.
 
 Measured with bench/bench_healthz.py (four clients looping the heaviest requests, 15 s, on a
 shared 2-core machine): /healthz p50 33-44 ms at 5 ms, 5-16 ms at 0.5 ms; the server's RSS

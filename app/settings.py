@@ -124,18 +124,6 @@ class Settings(BaseSettings):
         ge=0,
         description="Memory for repeated answers of pure routes (0 turns caching off).",
     )
-    compress_in_thread_bytes: int = Field(
-        131_072,
-        ge=1024,
-        description="Answers at least this large are compressed in a worker thread, off the "
-        "event loop.",
-    )
-    compressed_cache_bytes: int = Field(
-        32 * 2**20,
-        ge=0,
-        description="Memory for compressed copies of large answers replayed by the response "
-        "cache (each counted with the plain answer it keeps).",
-    )
     public_url: str | None = Field(
         None,
         pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$",
@@ -149,68 +137,6 @@ class Settings(BaseSettings):
         description="CSP frame-ancestors: who may embed the pages in a frame, e.g. "
         "\"'self' https://course.example.org\"; 'none' forbids embedding.",
     )
-    work_threads: int = Field(
-        1,
-        ge=1,
-        le=64,
-        description="Threads for the heavy work of requests (large bodies validated, long heads "
-        "computed, large answers compressed), in the order requests arrive (app/web/work.py). "
-        "One per process is a core's worth of Python; WORKERS adds processes.",
-    )
-    page_threads: int = Field(
-        1,
-        ge=1,
-        le=256,
-        description="Threads that run sync routes (the pages) at once: anyio's default thread "
-        "limiter, 40 unless set. One renders pages in arrival order; many share the GIL between "
-        "every page in progress, so that each takes about as long as all of them together "
-        "(bench/bench_students.py: lower p50 and p99 with 1 than with 40). A heavy sync route "
-        "holds the one thread: /model runs in the work thread instead.",
-    )
-    switch_interval_ms: float = Field(
-        0.5,
-        gt=0,
-        le=100,
-        description="Longest a thread holds Python's GIL while another asks for it "
-        "(sys.setswitchinterval; Python's default is 5): short, so that the event loop answers "
-        "/healthz and small requests between the steps of heavy work (app/web/process.py).",
-    )
-    malloc_mmap_threshold_bytes: int = Field(
-        2**20,
-        ge=0,
-        le=32 * 2**20,
-        description="glibc only: memory blocks at least this large (large answers, and the "
-        "buffers of clients still reading them) are mapped on their own and given back to the "
-        "system as soon as they are freed; 0 leaves glibc's sliding threshold, a few ms faster "
-        "per 6 MB answer, under which the buffers of answers dropped for clients that stopped "
-        "reading stay in the heap (app/web/process.py).",
-    )
-    malloc_trim_idle_seconds: float = Field(
-        1.0,
-        ge=0,
-        le=3600,
-        description="glibc only: once no heavy work has ended for this long, give the memory "
-        "malloc holds free back to the system (malloc_trim); 0 never does (app/web/process.py).",
-    )
-    malloc_arena_max: int = Field(
-        2,
-        ge=0,
-        le=1024,
-        description="glibc only: most malloc arenas, each holding memory its threads freed; "
-        "0 leaves glibc's default of eight per core (app/web/process.py).",
-    )
-    freeze_gc: bool = Field(
-        True,
-        description="After start-up, move every object made so far out of the garbage "
-        "collector's sight (gc.freeze), so that collections stay short under load. Tests that "
-        "build many apps switch it off: it costs ~60 ms per start.",
-    )
-    telemetry: bool = Field(
-        False,
-        description="FastAPI's own OpenTelemetry traces, metrics and logs, for a deployment "
-        "that configures an OpenTelemetry provider. Off, no request asks whether one is "
-        "configured (a few percent of a small request); the JSON log lines are written either way.",
-    )
     log_level: str = Field(
         "info", pattern="^(debug|info|warning|error)$", description="Level of the JSON log lines."
     )
@@ -223,6 +149,12 @@ class Settings(BaseSettings):
     measure_wait_seconds: float = Field(
         60.0, gt=0, le=600, description="How long a request waits for a run already going."
     )
+    cache_dir: Path = Field(
+        default_factory=lambda: default_cache_dir(),
+        description="A folder the app may write to: the static files it serves, built once "
+        "(app/web/static.py). By default $XDG_CACHE_HOME/attention-lab or "
+        "~/.cache/attention-lab.",
+    )
     model_dir: Path | None = Field(
         None,
         description="Folder with the trained model's config.json, model.safetensors and "
@@ -234,6 +166,11 @@ class Settings(BaseSettings):
     def unset_when_empty(cls, value: object) -> object:
         """`PUBLIC_URL=` (empty, as a compose file may leave it) means not set."""
         return None if value == "" else value
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attention-lab"
 
 
 def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -269,10 +206,6 @@ def environment_settings() -> Settings:
 
 
 async def get_settings(request: Request) -> Settings:
-    """The settings of the app serving this request, as stored by create_app(settings).
-
-    The dependency for routes: `Depends(get_settings)`. It is async and not overridden, so
-    FastAPI resolves it in place: no thread-pool hop and no per-request re-analysis, which a
-    sync dependency or a dependency override costs on every request.
-    """
+    """The settings of the app serving this request, as stored by create_app(settings): the
+    dependency for routes, `Depends(get_settings)`."""
     return request.app.state.settings

@@ -75,7 +75,7 @@ def child() -> None:
     from app.features.model.store import load_model, word_pieces
     from app.math import minilm as bert
     from app.settings import Settings
-    from app.web.json_io import dumps
+    from app.web.responses import dumps
 
     before = rss_mib()
     start = time.perf_counter()

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 
-TEST_SETTINGS = {"freeze_gc": False}  # gc.freeze costs ~60 ms per app start
+TEST_SETTINGS: dict[str, object] = {}
 
 
 @pytest.fixture

@@ -51,6 +51,10 @@ def forms(message: Message) -> tuple[str, ...]:
     return string if isinstance(string, tuple) else (string,)
 
 
+def entries(catalog: Catalog) -> list[tuple[object, object]]:
+    return sorted((repr(m.id), repr(m.string)) for m in catalog if m.id)
+
+
 def refresh(locale: str, templates: dict[str, Catalog]) -> None:
     folder = ROOT / "translations" / locale / "LC_MESSAGES"
     old: dict[str, Catalog] = {}
@@ -60,11 +64,14 @@ def refresh(locale: str, templates: dict[str, Catalog]) -> None:
     known = {m.id: m.string for catalog in old.values() for m in catalog if m.id and any(forms(m))}
     for domain, template in sorted(templates.items()):
         catalog = old.get(domain) or Catalog(locale=locale, project=PROJECT)
+        before = entries(catalog)
         catalog.update(template, no_fuzzy_matching=True)
         for message in catalog:  # a string that moved between catalogs keeps its translation
             if message.id and not any(forms(message)) and message.id in known:
                 message.string = known[message.id]
         catalog.obsolete.clear()
+        if domain in old and entries(catalog) == before:
+            continue  # unchanged: its file (and the date in its header) stays as it is
         with (folder / f"{domain}.po").open("wb") as po:
             write_po(po, catalog, omit_header=False, sort_output=True, no_location=True)
     for stale in set(old) - set(templates):

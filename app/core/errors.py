@@ -1,13 +1,16 @@
 """Errors with a type (no web framework here), and the sentences that name a field and say what
-to fix.
+to fix, in the reader's language.
 
 `InputError` is raised by a service when input is wrong in a way only visible after defaults
 are filled in. pydantic's own errors are rewritten by `validation_errors` into sentences that
-start with the field they are about; app/web/handlers.py turns both into 422 answers."""
+start with the field they are about; app/web/errors.py turns both into 422 answers."""
 
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from app.core.i18n import N_, gettext
+from app.core.limits import MAX_ECHO_CHARS
 
 
 class InputError(Exception):
@@ -50,7 +53,12 @@ def field_name(loc: Sequence[str | int]) -> str:
     name = ""
     for part in parts:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name
+    return cut(name, MAX_ECHO_CHARS)
+
+
+def cut(text: str, limit: int) -> str:
+    """Text as an answer repeats it back: at most `limit` characters, "…" where cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 LOCATIONS = ("body", "query", "path", "header", "cookie")
@@ -58,29 +66,36 @@ LOCATIONS = ("body", "query", "path", "header", "cookie")
 
 # pydantic's own error types as sentences that name the field and say what to send instead.
 SENTENCES = {
-    "float_type": "{field} must be a number such as 0.5, not {got}",
-    "float_parsing": "{field} must be a number such as 0.5, not {got}",
-    "int_type": "{field} must be a whole number such as 2, not {got}",
-    "int_parsing": "{field} must be a whole number such as 2, not {got}",
-    "int_from_float": "{field} must be a whole number such as 2, not {got}",
-    "bool_type": "{field} must be true or false, not {got}",
-    "bool_parsing": "{field} must be true or false, not {got}",
-    "string_type": '{field} must be text in quotes such as "cat", not {got}',
-    "list_type": "{field} must be a list in square brackets, not {got}",
-    "dict_type": "{field} must be an object in curly braces, not {got}",
-    "model_type": "{field} must be an object in curly braces, not {got}",
-    "model_attributes_type": "{field} must be an object in curly braces, not {got}",
-    "finite_number": "{field} must be a finite number, not {got}; JSON has no NaN or Infinity",
-    "greater_than_equal": "{field} is {got} but must be at least {ge}",
-    "less_than_equal": "{field} is {got} but must be at most {le}",
-    "too_short": "{field} has {actual_length} entries but needs at least {min_length}; add more",
-    "too_long": "{field} has {actual_length} entries but may have at most {max_length}; "
-    "remove some",
-    "string_too_short": "{field} is empty but needs at least {min_length} character; give a label",
-    "string_too_long": "{field} is longer than {max_length} characters; shorten it",
-    "missing": "{field} is required; add it to the request",
-    "extra_forbidden": "{field} is not a field of this request; check its spelling "
-    "against the request schema at /docs",
+    "float_type": N_("{field} must be a number such as 0.5, not {got}"),
+    "float_parsing": N_("{field} must be a number such as 0.5, not {got}"),
+    "int_type": N_("{field} must be a whole number such as 2, not {got}"),
+    "int_parsing": N_("{field} must be a whole number such as 2, not {got}"),
+    "int_from_float": N_("{field} must be a whole number such as 2, not {got}"),
+    "bool_type": N_("{field} must be true or false, not {got}"),
+    "bool_parsing": N_("{field} must be true or false, not {got}"),
+    "string_type": N_('{field} must be text in quotes such as "cat", not {got}'),
+    "list_type": N_("{field} must be a list in square brackets, not {got}"),
+    "dict_type": N_("{field} must be an object in curly braces, not {got}"),
+    "model_type": N_("{field} must be an object in curly braces, not {got}"),
+    "model_attributes_type": N_("{field} must be an object in curly braces, not {got}"),
+    "finite_number": N_("{field} must be a finite number, not {got}; JSON has no NaN or Infinity"),
+    "greater_than_equal": N_("{field} is {got} but must be at least {ge}"),
+    "less_than_equal": N_("{field} is {got} but must be at most {le}"),
+    "too_short": N_(
+        "{field} has {actual_length} entries but needs at least {min_length}; add more"
+    ),
+    "too_long": N_(
+        "{field} has {actual_length} entries but may have at most {max_length}; remove some"
+    ),
+    "string_too_short": N_(
+        "{field} is empty but needs at least {min_length} character; give a label"
+    ),
+    "string_too_long": N_("{field} is longer than {max_length} characters; shorten it"),
+    "missing": N_("{field} is required; add it to the request"),
+    "extra_forbidden": N_(
+        "{field} is not a field of this request; check its spelling "
+        "against the request schema at /docs"
+    ),
 }
 
 
@@ -93,10 +108,14 @@ def describe(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return f'"{value[:20]}…"' if len(value) > 20 else f'"{value}"'
+        return f'"{cut(value, 20)}"'
     if isinstance(value, bytes | bytearray):
-        return "a body that is not JSON"
-    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+        return gettext("a body that is not JSON")
+    if isinstance(value, list):
+        return gettext("a list")
+    if isinstance(value, dict):
+        return gettext("an object")
+    return type(value).__name__
 
 
 def sentence(kind: str, name: str, value: Any, ctx: dict[str, Any]) -> str | None:
@@ -104,31 +123,42 @@ def sentence(kind: str, name: str, value: Any, ctx: dict[str, Any]) -> str | Non
     got = describe(value)
     if not name:  # the body as a whole
         if kind == "missing":
-            return "the request needs a JSON body; send {} for the worked example"
+            return gettext("the request needs a JSON body; send {} for the worked example")
         if isinstance(value, bytes | bytearray):
-            return (
+            return gettext(
                 "the request body must be JSON sent with the header "
                 "content-type: application/json; send {} for the worked example"
             )
         if kind in ("model_attributes_type", "model_type", "dict_type"):
-            return f"the request body must be a JSON object such as {{}}, not {got}"
+            return gettext("the request body must be a JSON object such as {}, not %(got)s") % {
+                "got": got
+            }
         return None
     try:
-        return SENTENCES[kind].format(field=name, got=got, **ctx)
+        return gettext(SENTENCES[kind]).format(field=name, got=got, **ctx)
     except (KeyError, IndexError, ValueError):
         return None
 
 
 def readable(error: dict[str, Any]) -> dict[str, Any]:
     """One pydantic error as a sentence that names its field and says what to fix."""
-    loc = list(error.get("loc", ()))
+    loc = [
+        cut(part, MAX_ECHO_CHARS) if isinstance(part, str) else part
+        for part in error.get("loc", ())
+    ]
     kind = str(error.get("type", "value_error"))
     ctx = error.get("ctx") or {}
     if kind == "json_invalid":
-        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
         reason = str(ctx.get("error", "it cannot be read"))
-        fix = "" if ";" in reason else "; check quotes, commas and brackets"
-        msg = f"the request body is not valid JSON{at}: {reason}{fix}"
+        if loc and isinstance(loc[-1], int):
+            msg = gettext(
+                "the request body is not valid JSON at character %(at)s (%(reason)s); check "
+                "quotes, commas and brackets"
+            ) % {"at": loc[-1], "reason": reason}
+        else:
+            msg = gettext(
+                "the request body is not valid JSON (%(reason)s); check quotes, commas and brackets"
+            ) % {"reason": reason}
         return {"loc": loc, "msg": msg, "type": kind}
     name = field_name(loc)
     msg = sentence(kind, name, error.get("input"), ctx)
@@ -148,17 +178,30 @@ def validation_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     listed = [readable(dict(e)) for e in errors[:MAX_ERRORS]]
     more = len(errors) - MAX_ERRORS
     if more > 0:
+        message = gettext(
+            "and %(more)s more problems of the same request; fix the ones above and send it again"
+        )
         listed.append(
-            {
-                "loc": ["body"],
-                "msg": f"and {more:,} more problems of the same request; fix the ones above "
-                "and send it again",
-                "type": "too_many_errors",
-            }
+            {"loc": ["body"], "msg": message % {"more": f"{more:,}"}, "type": "too_many_errors"}
         )
     return listed
 
 
-UNREADABLE_BODY = (
-    "the request body could not be read as JSON; send UTF-8 text such as {} for the worked example"
-)
+def unreadable_body(cause: BaseException | None) -> dict[str, Any]:
+    """The 422 entry for a body the JSON reader refused before validation."""
+    if isinstance(cause, RecursionError):
+        msg = gettext(
+            "the request body nests lists or objects too deeply to read; send the matrices as "
+            "lists of rows of numbers"
+        )
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        msg = gettext(
+            "the request body holds a number with more than 4,300 digits, more than any "
+            "field takes; send a smaller number"
+        )
+    else:
+        msg = gettext(
+            "the request body could not be read as JSON; send UTF-8 text such as {} for the "
+            "worked example"
+        )
+    return {"loc": ["body"], "msg": msg, "type": "json_invalid"}

@@ -14,27 +14,12 @@ from hashlib import sha256
 
 import numpy as np
 
-from app.math.seeded import Memo, standard_normals
-
 # ---------------------------------------------------------------- masks
 
 
 def causal_mask(n: int) -> np.ndarray:
     """Query i sees keys j ≤ i (a decoder: no peeking at the future)."""
-    if n > KEPT_TRIANGLES:
-        return np.tri(n, dtype=bool)  # (n, n): the lower triangle, diagonal included
-    return _lower_triangle(n).copy()
-
-
-KEPT_TRIANGLES = 64  # causal masks up to this n are made once (at most 64² bytes each)
-
-
-@lru_cache(maxsize=KEPT_TRIANGLES)
-def _lower_triangle(n: int) -> np.ndarray:
-    """np.tri(n), read-only: every causal request of n tokens asks for the same one."""
-    mask = np.tri(n, dtype=bool)
-    mask.flags.writeable = False
-    return mask
+    return np.tri(n, dtype=bool)  # (n, n): the lower triangle, diagonal included
 
 
 def window_mask(n: int, w: int, causal: bool) -> np.ndarray:
@@ -85,10 +70,7 @@ def softmax(masked: np.ndarray) -> np.ndarray:
     0/0 = NaN.
     """
     row_max = masked.max(axis=-1, keepdims=True)  # (n, 1)
-    if np.isfinite(row_max).all():  # every row sees a key: its largest term is e⁰ = 1
-        exp = np.exp(masked - row_max)
-        return exp / exp.sum(axis=-1, keepdims=True)
-    row_max[~np.isfinite(row_max)] = 0.0
+    row_max[~np.isfinite(row_max)] = 0.0  # a row with no visible key: all its terms are 0
     exp = np.exp(masked - row_max)
     total = exp.sum(axis=-1, keepdims=True)  # (n, 1)
     return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
@@ -115,8 +97,7 @@ class HeadStages:
     @property
     def empty_rows(self) -> list[int]:
         """Queries that see no key at all."""
-        sees = self.allowed.any(axis=-1)  # (n,)
-        return [] if sees.all() else np.flatnonzero(~sees).tolist()
+        return np.flatnonzero(~self.allowed.any(axis=-1)).tolist()
 
 
 def attend(
@@ -135,36 +116,37 @@ def attend(
 # ---------------------------------------------------------------- generated inputs
 
 
-# Generated rows and projections are kept (8 MiB at most): a class types the same words
-# again and again, and every request asks for the same default projections.
-GENERATED = Memo(8 * 2**20)
-
-
 def _seed(seed: int, *labels: str) -> int:
     """A 64-bit seed fixed by the seed and the labels, the same on every machine."""
     digest = sha256("\x1f".join([str(seed), *labels]).encode()).digest()
     return int.from_bytes(digest[:8], "little")
 
 
+# Generated rows and projections are kept: a class types the same words again and again,
+# and every request asks for the same default projections.
+@lru_cache(maxsize=4096)
+def _token_row(token: str, d_model: int, seed: int) -> np.ndarray:
+    row = np.random.default_rng(_seed(seed, "token", token)).standard_normal(d_model).round(2)
+    row.flags.writeable = False
+    return row
+
+
 def token_vectors(tokens: list[str], d_model: int, seed: int = 0) -> np.ndarray:
     """Input rows generated from each token's text: equal tokens get equal rows.
 
     Token t's row: `default_rng(_seed(seed, "token", t)).standard_normal(d_model)`, rounded to
-    2 decimals (app/math/seeded.py draws many at once)."""
+    2 decimals."""
+    return np.array([_token_row(t, d_model, seed) for t in tokens]).reshape(len(tokens), d_model)
 
-    def make(keys: list[tuple[str, int, str, int]]) -> list[np.ndarray]:
-        seeds = [_seed(seed, "token", t) for _, _, t, _ in keys]
-        return [row.round(2) for row in standard_normals(seeds, [(d_model,)] * len(keys))]
 
-    rows = GENERATED.get_many([("token", seed, t, d_model) for t in tokens], make)
-    return np.array(rows).reshape(len(tokens), d_model)  # (n, d_model)
+@lru_cache(maxsize=256)
+def _projection(d_in: int, d_out: int, seed: int, name: str) -> np.ndarray:
+    rng = np.random.default_rng(_seed(seed, "projection", name, str(d_in), str(d_out)))
+    projection = np.round(rng.standard_normal((d_in, d_out)) / np.sqrt(d_in), 2)
+    projection.flags.writeable = False
+    return projection
 
 
 def random_projection(d_in: int, d_out: int, seed: int = 0, name: str = "w") -> np.ndarray:
     """A seeded d_in × d_out projection with variance 1/d_in, rounded for readable tables."""
-
-    def make() -> np.ndarray:
-        rng = np.random.default_rng(_seed(seed, "projection", name, str(d_in), str(d_out)))
-        return np.round(rng.standard_normal((d_in, d_out)) / np.sqrt(d_in), 2)
-
-    return GENERATED.get(("projection", seed, name, d_in, d_out), make).copy()
+    return _projection(d_in, d_out, seed, name).copy()

@@ -7,20 +7,20 @@ carries (the security headers and X-Request-ID: the client's when it looks like 
 logged as one JSON line like the app's request lines.
 """
 
+import secrets
 import time
 from collections.abc import Sequence
 from http import HTTPStatus
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from app.core.i18n import N_, format_number, gettext, negotiate, use_locale
+from app.core.i18n import N_, format_number, gettext, use_locale
 from app.settings import Settings
-from app.web.middleware.body_limits import too_large_message, too_long_message
-from app.web.middleware.edge import new_request_id
-from app.web.middleware.requestlog import INCOMING_ID, log_request
-from app.web.middleware.security import security_headers
+from app.web.edge import request_locale, too_large_message, too_long_message
+from app.web.requestlog import log_request
+from app.web.security import INCOMING_ID, security_headers
 
 Headers = Sequence[tuple[bytes, bytes]]
 BUSY_RETRY_AFTER_S = 1
@@ -39,21 +39,15 @@ LARGE_HEADERS = N_(
 BUSY = N_("The server is answering as many requests as it can; try again in a moment.")
 
 
-def header(headers: Headers, name: bytes) -> bytes | None:
-    return next((value for key, value in headers if key == name), None)
-
-
 def request_id(headers: Headers) -> str:
     """The client's X-Request-ID when it looks like one, else a new id (as the app's edge)."""
-    sent = (header(headers, b"x-request-id") or b"").decode("latin-1")
-    return sent if INCOMING_ID.fullmatch(sent) else new_request_id()
+    sent = next((v for k, v in headers if k == b"x-request-id"), b"").decode("latin-1")
+    return sent if INCOMING_ID.fullmatch(sent) else secrets.token_hex(8)
 
 
 def locale(target: bytes, headers: Headers) -> str:
-    """The reader's language, from what was read of the request."""
-    lang = parse_qs(urlsplit(target).query).get(b"lang", [b""])[0].decode("latin-1")
-    accept = header(headers, b"accept-language")
-    return negotiate(lang, accept and accept.decode("latin-1"))
+    """The reader's language, from what was read of the request (as the app's edge)."""
+    return request_locale({"query_string": urlsplit(target).query, "headers": headers})
 
 
 class Refusals:
@@ -132,7 +126,7 @@ class Busy:
         started = time.perf_counter()
         headers = scope["headers"]
         rid = request_id(headers)
-        with use_locale(locale(b"?" + scope["query_string"], headers)):
+        with use_locale(request_locale(scope)):
             content = self.content or {"detail": self.refusals.sentence(503)}
         body = orjson.dumps(content)
         start_headers = self.refusals.head(503, body, rid, close=False)

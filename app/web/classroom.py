@@ -8,7 +8,8 @@ Every page understands the same few parameters:
     lesson_title, lesson_text   a teacher's own lesson text, carried the same way
 
 `ClassroomMiddleware` takes them out of the query string before any route sees it (so a page's
-own parameter parsing never meets them) and serves the request in its language. `Classroom`
+own parameter parsing never meets them); the edge (app/web/edge.py) has already set the
+request's language from `lang` or Accept-Language. `Classroom`
 (in every template as `classroom`) says which modes are on and builds every link that keeps
 them: `classroom.link(target)` for a link, `classroom.fields(action)` inside a GET form,
 `classroom.location(target)` for a redirect, `classroom.here(...)` for the toggles. So a
@@ -28,7 +29,7 @@ from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.i18n import LOCALES, current_locale, negotiate, use_locale
+from app.core.i18n import LOCALES, current_locale
 from app.core.lessons import Lesson, custom_lesson, lesson_by_slug
 from app.core.limits import MAX_ECHO_CHARS, MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
 
@@ -219,12 +220,8 @@ def classroom_context(request: Request) -> dict[str, Any]:
 
 
 class ClassroomMiddleware:
-    """Lift the classroom parameters out of the query string and serve the request in its
-    language (pages built with `Classroom` carry the view on).
-
-    Pure ASGI (no extra task), so the locale set here is the one the route renders in; each
-    request has its own task and context, so concurrent readers keep their own languages.
-    """
+    """Lift the classroom parameters out of the query string (pages built with `Classroom`
+    carry them on) and mark pages with the language they are written in."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -239,7 +236,7 @@ class ClassroomMiddleware:
         if lifted:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
-        locale = request_locale(scope, _get(lifted, "lang"))
+        locale = current_locale()
 
         async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start" and is_html(message):
@@ -249,15 +246,7 @@ class ClassroomMiddleware:
                 headers.add_vary_header("Accept-Language")
             await send(message)
 
-        with use_locale(locale):
-            await self.app(scope, receive, send_in_language)
-
-
-def request_locale(scope: Scope, lang: str | None = None) -> str:
-    """The language to serve a request in: its `lang=` parameter (lifted off the query),
-    else its Accept-Language header, else the default."""
-    accept = next((v for k, v in scope["headers"] if k == b"accept-language"), None)
-    return negotiate(lang, accept and accept.decode("latin-1"))
+        await self.app(scope, receive, send_in_language)
 
 
 def is_html(start: Message) -> bool:

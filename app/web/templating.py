@@ -6,7 +6,6 @@ language, presenter, embed and lesson state of its URL (app/web/classroom.py).
 """
 
 import math
-from functools import lru_cache
 from itertools import chain
 from numbers import Number
 from typing import Any
@@ -21,11 +20,10 @@ from markupsafe import Markup, escape
 
 from app import TEMPLATES_DIR
 from app.core import i18n, limits
-from app.web.assets import PLOTLY_URL, content_hash
 from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
-from app.web.json_io import dumps
 from app.web.nav import NAV
+from app.web.responses import dumps
 
 
 def cells(matrix: Any, digits: int = 3) -> list[Markup]:
@@ -86,10 +84,11 @@ def figure_data(fig: dict[str, Any]) -> Markup:
     return json_data({**fig, "layout": layout})
 
 
-@lru_cache(maxsize=64)
-def static_url(path: str) -> str:
-    """A URL under /static with a content hash, so browsers may cache it for good."""
-    return f"/static/{path}?v={content_hash(path)}"
+@pass_context
+def static_url(context: Context, name: str) -> str:
+    """A static file's address, named after its content, so browsers may keep it for good
+    (app/web/static.py); the libraries by their names there (plotly.min.js)."""
+    return context["request"].app.state.static.url(name)
 
 
 @pass_context
@@ -173,7 +172,6 @@ environment.filters.update(
 )
 environment.globals.update(
     nav=NAV,
-    plotly_url=PLOTLY_URL,
     static_url=static_url,
     locales=i18n.LOCALES,
     url=url,

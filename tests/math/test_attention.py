@@ -1,5 +1,7 @@
 """The math of one head, without the web stack."""
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -40,11 +42,8 @@ def test_causal_mask_hides_future_keys() -> None:
     ]
 
 
-@pytest.mark.parametrize("n", [1, 5, att.KEPT_TRIANGLES, att.KEPT_TRIANGLES + 1])
-def test_causal_mask_is_a_fresh_lower_triangle_each_time(n: int) -> None:
-    first = att.causal_mask(n)
-    np.testing.assert_array_equal(first, np.tril(np.ones((n, n), dtype=bool)))
-    first[:] = False  # the caller's own array: changing it changes no later mask
+@pytest.mark.parametrize("n", [1, 5, 65])
+def test_causal_mask_is_the_lower_triangle(n: int) -> None:
     np.testing.assert_array_equal(att.causal_mask(n), np.tril(np.ones((n, n), dtype=bool)))
 
 
@@ -98,3 +97,17 @@ def test_equal_tokens_get_equal_generated_rows() -> None:
     np.testing.assert_array_equal(x[0], x[2])
     assert not np.array_equal(x[0], x[1])
     np.testing.assert_array_equal(x, att.token_vectors(["a", "b", "a"], 5, seed=3))
+
+
+def test_generated_rows_are_numpys_default_generator_for_the_tokens_seed() -> None:
+    """The documented recipe, so that any numpy reproduces the lab's generated inputs."""
+    digest = hashlib.sha256(b"3\x1ftoken\x1fcat").digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    expected = rng.standard_normal(5).round(2)
+    np.testing.assert_array_equal(att.token_vectors(["cat"], 5, seed=3)[0], expected)
+
+
+def test_a_generated_projection_is_the_callers_to_change() -> None:
+    first = att.random_projection(3, 2, seed=1, name="w_q")
+    first[:] = 0.0
+    assert np.abs(att.random_projection(3, 2, seed=1, name="w_q")).sum() > 0

@@ -14,9 +14,11 @@ from urllib.parse import parse_qs
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from app.web.middleware.requestlog import configure_logging
+from app.server.run import map_large_blocks
+from app.web.requestlog import configure_logging
 
 configure_logging("info")  # the protocol's own lines, as the app would have them
+map_large_blocks()  # as `python -m app` serves
 
 
 def number(scope: Scope, name: str, default: float = 0) -> float:

@@ -18,9 +18,9 @@ from app.features.model.results import ModelResult
 from app.features.model.schemas import ModelRequest
 from app.features.model.service import compute_model
 from app.settings import Settings
-from app.web.json_io import dumps
+from app.web.responses import dumps
 
-UNBOUNDED = Settings(freeze_gc=False, answer_budget_bytes=10**10)
+UNBOUNDED = Settings(answer_budget_bytes=10**10)
 LOW, HIGH = 0.8, 1.5  # every estimate is within these factors of the real answer
 
 
@@ -100,7 +100,7 @@ def test_the_largest_legal_heads_request_is_refused_before_computing(client: Tes
 def small_budget() -> TestClient:
     from app.main import create_app
 
-    app = create_app(Settings(freeze_gc=False, answer_budget_bytes=100_000))
+    app = create_app(Settings(answer_budget_bytes=100_000))
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
 

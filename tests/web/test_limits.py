@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from app.web.middleware.body_limits import too_large_message
+from app.web.edge import too_large_message
 from tests.routes import APP, api_routes
 
 CAP = Settings().max_body_bytes

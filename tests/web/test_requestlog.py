@@ -3,15 +3,13 @@ the user sees."""
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import pytest
-from fastapi.telemetry import _asgi
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.web.middleware import requestlog
-from app.web.middleware.requestlog import INCOMING_ID, configure_logging
+from app.web.requestlog import configure_logging
+from app.web.security import INCOMING_ID
 from tests.aio import run_async
 from tests.web.test_security import failing_app
 
@@ -137,29 +135,3 @@ def test_a_client_that_leaves_mid_body_is_logged_at_info_as_499(
     [line] = request_lines(capsys.readouterr().out)
     assert (line["level"], line["status"]) == ("info", 499)
     assert "exception" not in line
-
-
-@pytest.mark.parametrize("telemetry", [False, True])
-def test_fastapis_telemetry_asks_for_a_provider_only_when_the_setting_is_on(
-    make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch, telemetry: bool
-) -> None:
-    asked: list[object] = []
-    original = _asgi._unconfigured
-
-    def unconfigured(provider: object) -> bool:
-        asked.append(provider)
-        return original(provider)
-
-    monkeypatch.setattr(_asgi, "_unconfigured", unconfigured)
-    client = make_client(telemetry=telemetry)
-    assert client.post("/api/attention", json={}).status_code == 200
-    assert bool(asked) == telemetry
-
-
-@pytest.mark.parametrize(
-    "now", [0.0, 1_764_625_801.25, 1_764_625_801.9996, 1_764_625_801.9999996, 1_764_625_802.001]
-)
-def test_log_time_is_isoformat_to_the_millisecond(now: float) -> None:
-    expected = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
-    assert requestlog.log_time(now) == expected
-    assert requestlog.log_time(now) == expected  # the second's text, kept, gives the same

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from app import STATIC_DIR
 from app.main import create_app
 from app.settings import Settings
-from app.web.middleware.security import content_security_policy
+from app.web.security import content_security_policy
 from tests.routes import APP, PAGE_STATE, PAGES, api_routes
 
 # Markup and script in the places a student can type: they must come back as text.

@@ -11,7 +11,7 @@ from app.features.cost.page import cost_measurement, cost_page_context
 from app.features.cost.schemas import CostQuery, CostResult, PresetList
 from app.features.cost.service import compute_cost, preset_list
 from app.web.deps import ErrorResponse, PageQuery, page_query
-from app.web.json_io import JSONResponse
+from app.web.responses import JSONResponse
 from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"])

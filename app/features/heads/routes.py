@@ -9,10 +9,10 @@ from app.features.heads.page import HeadsForm, heads_page
 from app.features.heads.schemas import HeadsRequest, HeadsResult
 from app.features.heads.service import compute_heads
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
-from app.web.json_io import JSONResponse, JSONRoute
+from app.web.responses import JSONResponse
 from app.web.templating import page_response
 
-api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
 HeadsQuery = Annotated[PageQuery, page_query(HeadsForm)]
 

@@ -12,10 +12,10 @@ from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.lab.page import lab_page
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
-from app.web.json_io import JSONResponse, JSONRoute
+from app.web.responses import JSONResponse
 from app.web.templating import page_response
 
-api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
 KernelQuery = Annotated[PageQuery, page_query(KernelParams)]
 

@@ -17,15 +17,13 @@ from app.features.lab.page import LabPage, lab_context, lab_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.lab.service import BUDGET_FIELDS, compute_attention
 from app.features.lab.state import LabParams
-from app.settings import Settings
+from app.web.cache import cacheable
 from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
-from app.web.json_io import JSONResponse, JSONRoute
-from app.web.middleware.cache import cacheable
+from app.web.responses import JSONResponse
 from app.web.templating import templates
-from app.web.work import run_work
 
-api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
 
 WORKED_EXAMPLE = {
@@ -34,11 +32,6 @@ WORKED_EXAMPLE = {
         "value": WORKED_EXAMPLE_REQUEST,
     }
 }
-# A head over at most this many tokens is computed on the event loop: a fraction of a
-# millisecond, less than the hop to a thread and back costs on a busy machine. A longer one
-# (up to 30 ms at n = 256, d = 64) is computed and serialized in the work thread, in
-# arrival order, so that /healthz and the small requests do not wait behind it.
-INLINE_TOKENS = 32
 AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
 
 
@@ -48,14 +41,8 @@ AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE
     responses=ERRORS,
     dependencies=[Depends(cacheable)],
 )
-async def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
+def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
-    if req.length() <= INLINE_TOKENS:
-        return answer(req, settings)
-    return await run_work(answer, req, settings)
-
-
-def answer(req: AttentionRequest, settings: Settings) -> JSONResponse:
     return JSONResponse(compute_attention(req, settings))
 
 
@@ -98,14 +85,9 @@ def lab_json(query: LabQuery, settings: SettingsDep) -> JSONResponse:
 
 
 @pages.get("/lab.csv")
-async def lab_csv(query: LabQuery, settings: SettingsDep) -> Response:
-    """Every stage of the lab's state, one number per line (computed and written in the work
-    thread, in arrival order with the other heavy work: up to 12 MB of text at n = 256)."""
-    return await run_work(csv_answer, query.items, settings)
-
-
-def csv_answer(items: tuple[tuple[str, str], ...], settings: Settings) -> Response:
-    page = lab_page(items, settings)
+def lab_csv(query: LabQuery, settings: SettingsDep) -> Response:
+    """Every stage of the lab's state, one number per line."""
+    page = lab_page(query.items, settings)
     if not page.ok:
         return problems_json(page)
     result = page.result

@@ -9,14 +9,12 @@ from app.features.model.page import model_page
 from app.features.model.results import ModelResult
 from app.features.model.schemas import ModelPageParams, ModelRequest
 from app.features.model.service import compute_model
-from app.settings import Settings
+from app.web.cache import cacheable
 from app.web.deps import ERRORS, ErrorResponse, PageQuery, SettingsDep, page_query
-from app.web.json_io import JSONResponse, JSONRoute
-from app.web.middleware.cache import cacheable
+from app.web.responses import JSONResponse
 from app.web.templating import page_response
-from app.web.work import run_work
 
-api = APIRouter(prefix="/api", tags=["api"], route_class=JSONRoute)
+api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
 MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model not installed"}}
 
@@ -27,35 +25,20 @@ MODEL_ERRORS = {**ERRORS, 503: {"model": ErrorResponse, "description": "Model no
     responses=MODEL_ERRORS,
     dependencies=[Depends(cacheable)],  # a real model run: a class sending one text runs it once
 )
-async def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
-    """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request.
-    Run in the work thread, as the page is."""
-    return await run_work(model_answer, req, settings)
-
-
-def model_answer(req: ModelRequest, settings: Settings) -> JSONResponse:
+def model(req: ModelRequest, settings: SettingsDep) -> JSONResponse:
+    """all-MiniLM-L6-v2 on one sentence: every head's weights; one head's stages on request."""
     return JSONResponse(compute_model(req, settings).json())
 
 
 @pages.get("/model", response_class=HTMLResponse)
-async def model_html(
+def model_html(
     request: Request,
     query: Annotated[PageQuery, page_query(ModelPageParams)],
     settings: SettingsDep,
 ) -> HTMLResponse:
-    """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…
-
-    Computed and rendered in the work thread (app/web/work.py): a model run, and with a
-    second sentence the 144 runs of the ranking, would otherwise hold a page thread that
-    the rest of the class's pages wait for (Settings.page_threads)."""
+    """A trained model's heads on the sentence in the URL: ?text=…&layer=…&head=…"""
     params: dict[str, object] = dict(query.last())
     for name in ("off", "lines"):  # one value per head switched off, or drawn as lines
         params[name] = [v for k, v in query.items if k == name]
-    return await run_work(model_html_page, request, params, settings)
-
-
-def model_html_page(
-    request: Request, params: dict[str, object], settings: Settings
-) -> HTMLResponse:
     context, status = model_page(params, settings)
     return page_response(request, "model/model.html", context, status)

@@ -280,7 +280,7 @@ def test_bad_requests_get_a_422_naming_the_field(
 
 # ---------------------------------------------------------------- properties
 
-API = TestClient(create_app(Settings(freeze_gc=False)), raise_server_exceptions=False)
+API = TestClient(create_app(Settings()), raise_server_exceptions=False)
 Floats = st.floats(-2, 2, allow_nan=False).map(lambda v: round(v, 3))
 
 

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 
 from app.features.lab.page import PRESETS, lab_page
 from app.settings import Settings
-from app.web.templating import static_url
 
 
 def text_of(html: str) -> str:
@@ -206,8 +205,11 @@ def test_downloads_with_bad_input_say_why(client: TestClient) -> None:
 
 
 def test_static_files_are_cached_for_good_and_pages_are_compressed(client: TestClient) -> None:
-    css = client.get(static_url("app.css"))
-    assert css.headers["cache-control"] == "public, max-age=31536000, immutable"
+    stylesheet = re.search(r'href="(/static/app\.[0-9a-f]{12}\.css)"', client.get("/").text)
+    assert stylesheet is not None
+    css = client.get(stylesheet.group(1), headers={"accept-encoding": "br"})
+    assert "immutable" in css.headers["cache-control"]
+    assert css.headers["content-encoding"] == "br"  # compressed once, when it was built
     page = client.get("/", headers={"accept-encoding": "gzip"})
     assert page.headers["content-encoding"] == "gzip"
 

@@ -1,6 +1,6 @@
-"""The one place that turns typed errors into answers: 422 with FastAPI's usual body, 503,
-HTTP errors, and the trailing-slash redirect. Every input problem leaves as a 422 whose `msg`
-starts with the field it is about."""
+"""The one place that turns typed errors into JSON answers: 422 with FastAPI's usual body,
+503, HTTP errors, and the trailing-slash redirect. Every input problem leaves as a 422 whose
+`msg` starts with the field it is about, in the reader's language."""
 
 from typing import Any
 
@@ -11,14 +11,14 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from app.core.errors import (
-    UNREADABLE_BODY,
     BusyError,
     InputError,
     ModelUnavailableError,
+    unreadable_body,
     validation_errors,
 )
 from app.web.classroom import SCOPE_KEY, url
-from app.web.json_io import JSONResponse
+from app.web.responses import JSONResponse
 
 
 def invalid_input(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
@@ -72,9 +72,10 @@ async def http_error_handler(request: Request, exc: HTTPException) -> Any:
     if exc.status_code == 404 and (twin := slash_twin(request)):
         return RedirectResponse(twin, status_code=307)
     if exc.status_code == 400:
-        # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): input a student
-        # can fix, so it answers like every other input problem.
-        return invalid_input(
-            request, [{"loc": ["body"], "msg": UNREADABLE_BODY, "type": "json_invalid"}]
-        )
-    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        # FastAPI's "error parsing the body" (bytes that are not UTF-8, a number of more
+        # digits than Python reads): input a student can fix, answered like every other.
+        return invalid_input(request, [unreadable_body(exc.__cause__)])
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405 and "GET" in headers.get("Allow", ""):
+        headers["Allow"] += ", HEAD"  # the edge serves HEAD as GET
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)

@@ -1,10 +1,14 @@
-"""Security headers on every response, pages and API alike (added by the edge layer,
-app/web/middleware/edge.py).
+"""Security headers on every response, pages and API alike (added by app/web/edge.py).
 
 The Content-Security-Policy lets scripts come only from this server: no inline script, no
 eval. Styles may be inline because plotly.js writes its own <style> elements and style
 attributes. `frame-ancestors` comes from the settings, so a course site can embed the app.
 """
+
+import re
+
+# An id sent by a proxy in front of us is kept when it looks like one; otherwise we make one.
+INCOMING_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
 
 
 def content_security_policy(frame_ancestors: str) -> str:

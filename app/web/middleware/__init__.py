@@ -1,1 +1,0 @@
-"""The ASGI layers that wrap every request: cache, size limits, request log, security headers."""

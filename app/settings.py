@@ -110,8 +110,16 @@ class Settings(BaseSettings):
     max_concurrent_requests: int = Field(
         256,
         ge=1,
-        description="Requests in progress per worker (their bodies read); more get 503 with "
-        "Retry-After (/healthz excepted; /readyz then says busy).",
+        description="Requests in progress per worker (their bodies read), computing or waiting "
+        "for one of the `compute_slots`; more get 503 with Retry-After (/healthz excepted).",
+    )
+    compute_slots: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="Requests a worker computes at once; the others wait their turn, in the "
+        "order they came. Each may hold an answer of up to `answer_budget_bytes` while it is "
+        "made, so this bounds that memory; /readyz says busy while every slot is taken.",
     )
     answer_budget_bytes: int = Field(
         16_000_000,

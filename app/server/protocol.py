@@ -14,9 +14,11 @@ second over every `transfer_window_seconds` (else 408), and the bodies being rea
 never one of the app's slots. Beyond `max_connections`, a new connection closes the one that
 has waited longest without being served (idle, or its request still arriving).
 
-Serving. A whole request becomes a task of the app; beyond `max_concurrent_requests` tasks a
-new one gets 503 busy. /healthz always reaches the app; /readyz gets 503 {"status": "busy"}
-here whenever a new request would.
+Serving. A whole request becomes a task, which waits its turn for one of `compute_slots`
+(answers are made by that many requests at once, which bounds the memory they take) before
+the app sees it; beyond `max_concurrent_requests` tasks a new one gets 503 busy. /healthz
+always reaches the app at once; /readyz gets 503 {"status": "busy"} here while every slot is
+taken or a new request would get 503.
 
 Writing. The answers waiting in the connections' write buffers (their clients not reading)
 take at most `client_buffer_bytes` together. An answer written past it closes the connections
@@ -98,6 +100,8 @@ class Load:
         self.unsent: dict[BoundedHttpToolsProtocol, int] = {}  # bytes in write buffers
         self.unsent_bytes = 0
         self.body_bytes = 0  # bodies being read
+        self.refusals = Refusals(settings)
+        self.slots = asyncio.Semaphore(settings.compute_slots)  # wakes waiters in turn
 
     def hold(self, connection: "BoundedHttpToolsProtocol", size: int) -> None:
         """`connection` now has `size` bytes of answers waiting in its write buffer."""
@@ -142,7 +146,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if cls.load is None:
             cls.load = Load(self.bounds)
         self.shared: Load = cls.load
-        self.refusals = Refusals(self.bounds)
+        self.refusals = self.shared.refusals
         self.max_connections = connection_cap(self.bounds.max_connections)
         self.window = self.bounds.transfer_window_seconds
         self.least_per_window = self.bounds.min_transfer_rate * self.window
@@ -305,7 +309,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         path = cycle.scope["path"]
         full = len(self.tasks) >= self.bounds.max_concurrent_requests
         if path == READYZ:
-            if full or not self.shared.room(shed=False):
+            if full or self.shared.slots.locked() or not self.shared.room(shed=False):
                 app = self.refusals.busy({"status": "busy"})
         elif path != HEALTHZ:
             room = not full and self.shared.room(shed=True)
@@ -313,14 +317,15 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super()._start_asgi_task(cycle, app)
 
     def counted(self, app: ASGIApp) -> ASGIApp:
-        """`app`, with what it writes counted."""
+        """`app` in one of the compute slots, with what it writes counted."""
 
         async def counting(scope: Scope, receive: Receive, send: Send) -> None:
             async def send_counted(message: Message) -> None:
                 await send(message)
                 self.note_unsent(written=True)
 
-            await app(scope, receive, send_counted)
+            async with self.shared.slots:
+                await app(scope, receive, send_counted)
 
         return counting
 

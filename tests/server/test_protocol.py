@@ -50,6 +50,7 @@ PATIENT = {
     "TRANSFER_WINDOW_SECONDS": "30",
     "CLIENT_BUFFER_BYTES": "8000000",
     "MAX_CONCURRENT_REQUESTS": "64",
+    "COMPUTE_SLOTS": "1",
 }
 BIG_ANSWER = 16_000_000  # more than loopback's socket buffers take in
 
@@ -306,6 +307,30 @@ def test_requests_beyond_the_limit_get_503_and_health_checks_still_answer(quick:
     assert ask(quick.address, get("/readyz"))[0] == 200
 
 
+def test_requests_beyond_the_compute_slots_wait_their_turn(patient: Server) -> None:
+    """One compute slot: of two half-second requests asked together, the second is served
+    after the first, and /readyz says busy meanwhile."""
+    finished: list[float] = []
+
+    def sleep() -> None:
+        assert ask(patient.address, get("/sleep?seconds=0.5"))[0] == 200
+        finished.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    sleepers = [threading.Thread(target=sleep) for _ in range(2)]
+    for thread in sleepers:
+        thread.start()
+    time.sleep(0.2)
+    status, _, body = ask(patient.address, get("/readyz"))
+    assert (status, orjson.loads(body)) == (503, {"status": "busy"})
+    assert ask(patient.address, get("/healthz"))[0] == 200  # never waits for a slot
+    for thread in sleepers:
+        thread.join()
+    first, second = sorted(finished)
+    assert second - first >= 0.45
+    assert ask(patient.address, get("/readyz"))[0] == 200
+
+
 def test_beyond_the_connection_cap_the_longest_waiting_connections_are_closed(
     quick: Server,
 ) -> None:
@@ -381,12 +406,12 @@ def rss_bytes(pid: int) -> int:
 
 
 def unread(server: Server, count: int, after: float = 0) -> list[socket.socket]:
-    """`count` connections that ask for a 16 MB answer and never read it; the i-th answer
-    (from 1) takes i × `after` seconds to make."""
+    """`count` connections that ask for a 16 MB answer and never read it; each answer takes
+    `after` seconds to make, in the one compute slot: they are written one after another."""
     readers = []
-    for i in range(count):
+    for _ in range(count):
         s = connect(server.address)
-        s.sendall(get(f"/bytes?size={BIG_ANSWER}&after={(i + 1) * after}", close=False))
+        s.sendall(get(f"/bytes?size={BIG_ANSWER}&after={after}", close=False))
         readers.append(s)
     return readers
 
@@ -400,15 +425,16 @@ def closed_early(s: socket.socket) -> bool:
 def test_answers_made_together_and_not_read_are_bounded_by_closing_the_oldest(
     patient: Server,
 ) -> None:
-    """Twenty 16 MB answers started together and not read, against 8 MB for all: as each is
-    written, the one before is closed, and the server grows by a few answers, not twenty
+    """Twenty 16 MB answers asked for together and not read, against 8 MB for all: as each
+    is written, the one before is closed, and the server grows by a few answers, not twenty
     (their memory goes back to the system: app/server/run.py's map_large_blocks)."""
     before = rss_bytes(patient.process.pid)
     readers = unread(patient, 20, after=0.1)
     try:
-        time.sleep(2.5)
+        time.sleep(1.5)
         assert rss_bytes(patient.process.pid) - before < 4 * BIG_ANSWER
-        assert [closed_early(s) for s in readers] == [True] * 19 + [False]
+        assert not closed_early(readers[-1])  # read whole; and made last, after the others
+        assert all(closed_early(s) for s in readers[:-1])
     finally:
         for s in readers:
             s.close()

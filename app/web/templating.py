@@ -20,6 +20,8 @@ from markupsafe import Markup, escape
 
 from app import TEMPLATES_DIR
 from app.core import i18n, limits
+from app.figures.heatmap import Heatmap, HeatmapGroup
+from app.figures.heatmap import render as render_figure
 from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, url
 from app.web.figures import fmt
 from app.web.nav import NAV
@@ -82,6 +84,13 @@ def figure_data(fig: dict[str, Any]) -> Markup:
     marks (layout.separators)."""
     layout = {**fig.get("layout", {}), "separators": i18n.plotly_separators()}
     return json_data({**fig, "layout": layout})
+
+
+@pass_context
+def heatmap(context: Context, figure: Heatmap | HeatmapGroup) -> Markup:
+    """`{{ heatmap(view.weights_map) }}`: a heatmap or a group of them, drawn by the server
+    in the page's presenter mode (app/figures/heatmap)."""
+    return render_figure(figure, present=context["classroom"].present)
 
 
 @pass_context
@@ -178,6 +187,7 @@ environment.globals.update(
     hidden=hidden,
     limits=limits,
     address=address,
+    heatmap=heatmap,
     view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])

@@ -58,14 +58,9 @@
       }
       return structural(job) ? ["lab-messages", "lab-editor", "lab-results"] : ["lab-messages", "lab-results"];
     },
-    address: function (doc) {
-      const results = doc.getElementById("lab-results");
-      const messages = doc.getElementById("lab-messages");
-      if (!results || (messages && messages.dataset.problems === "1")) return null;
-      const query = results.dataset.query;
+    done: function (doc) {
       const json = document.getElementById("json-link");
-      if (json) json.href = "/lab.json?" + query;
-      return "/?" + query;
+      if (json && doc.pageState) json.href = "/lab.json?" + doc.pageState;
     },
   });
 

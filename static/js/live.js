@@ -1,42 +1,36 @@
 // Live updates, shared by every page that redraws while the reader edits. No attention
-// arithmetic and no rule of the app here: the server renders the page for the form's state;
-// this file asks for that rendering, swaps in the parts that changed, and keeps the address
-// bar and the header's links equal to the state.
+// arithmetic and no rule of the app here: the server renders the page's live fragment for the
+// form's state (app/web/pages.py, `?fragment=1`); this file asks for it, swaps it in, and keeps
+// the address bar and the header's links equal to the state the server sent (X-Page-State).
 //
-//   AttentionLab.live({ form, url, regions, delay, early, address, done }) → { update(job) }
+//   AttentionLab.live({ form, url, params, regions, delay, merge, done }) → { update(job) }
 //     form     id of the form whose input/change/submit events ask for an update
-//     update   asks for the form's state; a job { url, push: true } asks for that URL instead
-//              (a step link) and adds it to the history rather than replacing the entry
 //     url      (params) → the URL to fetch for the form's state (default: action + params)
-//     params   (form, submitter) → URLSearchParams of the state (default: the form's fields)
-//     early    a key asks at once and its answer waits out the debounce, instead of the
-//              request waiting for it (for pages whose answers are quick to compute); a key
-//              within a run of quick keys still waits, so the page is redrawn once they stop
+//     params   (form, submitter, job) → URLSearchParams of the state (default: the fields)
 //     regions  ids of the elements to take from the answer (the same ids on the page), or
-//              (doc, job) → those ids
-//     address  (doc, url) → the URL for the address bar, or null to leave it
-//     done     (doc, job) → called after a swap; `job` is what update() was given
-//     merge    (older, newer) → one job, when an edit comes before the last one's answer was
-//              shown (default: the newer; the lab keeps "structural" from either)
-//   (a regions or address function can read the answer's HTTP status as doc.liveStatus)
+//              (doc, job) → those ids (doc.liveStatus is the answer's input status: 422 when
+//              the answer says what to fix)
+//     merge    (older, newer) → one job, when an edit comes before the last one was shown
+//     done     (doc, job) → called after a swap
 //   AttentionLab.swap(doc, ids)   swap those elements in from a parsed answer
 //   AttentionLab.followState()    rewrite the header's links from the address bar
 //
 // The rules it keeps, whatever the page:
 //   - a key typed into a field waits `delay` ms for the next key (debounce); a choice (a
-//     select, a box, a radio button, a button) asks at once; a newer request aborts the one
-//     under way, and an answer that is not the newest is ignored;
+//     select, a box, a radio button) asks at once; Enter in a field applies the edit at once
+//     and does nothing else (it never presses one of the form's buttons); a button asks at
+//     once, with its name and value;
+//   - a newer request aborts the one under way, and an answer that is not the newest is
+//     ignored: one request, one swap;
 //   - the element that has focus is never replaced or moved: its ancestors are kept and only
 //     their other children are swapped, so focus, caret and selection survive every update;
-//   - a drawn plot is kept and redrawn in place (plotly.react) from its new data block; a swap
-//     is counted (data-live-redraws) once the figures on screen show it.
+//   - after each swap the document gets a "live:updated" event (what a benchmark listens to).
 "use strict";
 
 (function () {
   // The parameters that choose how a page is shown, not what it computes (app/web/classroom.py).
   const VIEW_PARAMS = (document.body.dataset.viewParams || "").split(" ").filter(Boolean);
   const KEYED_TYPES = /^(text|number|search|email|url|tel)$/; // fields typed into key by key
-  let redraws = 0;
 
   // ---------------------------------------------------------------- swapping
 
@@ -98,10 +92,8 @@
     else old.replaceWith(fresh);
   }
 
-  // A swap is counted in data-live-redraws once its figures on screen are drawn too.
   function swap(doc, ids) {
     const swapped = [];
-    const t0 = performance.now();
     ids.forEach(function (id) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
@@ -109,15 +101,7 @@
       swapOne(old, document.adoptNode(fresh));
       if (document.getElementById(id)) swapped.push(document.getElementById(id));
     });
-    const t1 = performance.now();
-    const shown = function () {
-      // How long the last swap took, by part (read by bench/bench_page.py).
-      window.AttentionLab.lastSwap = { dom: t1 - t0, figures: performance.now() - t1 };
-      redraws += 1;
-      document.documentElement.dataset.liveRedraws = String(redraws);
-    };
-    if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped, shown);
-    else shown();
+    if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped);
     return swapped;
   }
 
@@ -165,52 +149,42 @@
     return params;
   }
 
+  // The address for the state an answer shows: the page's path and the state the server sent.
+  function stateAddress(doc, url) {
+    if (doc.pageState === null || doc.pageState === undefined) return url;
+    return new URL(url, window.location.href).pathname + "?" + doc.pageState;
+  }
+
   function live(options) {
     const delay = options.delay === undefined ? 60 : options.delay;
-    const formId = options.form;
     const paramsOf = options.params || formParams;
+    const merge = options.merge || function (older, newer) { return newer; };
     let timer = null;
-    let waiting = false; // an edit is waiting out the debounce
     let ticket = 0;
     let pending = null;
-    let owed = null; // the job whose answer is not on the page yet (merged with newer ones)
-    // early: a key asks at once and its answer waits out the debounce (instead of the request
-    // waiting for it), for pages whose answer is quick to compute.
-    const early = Boolean(options.early);
-    let held = null; // (show?) → settles the answer that waits for the debounce
-    let lastEdit = -Infinity;
-    let asking = 0; // ms the last answer took to come (the request) and to be parsed
-    let drawing = 0; // ms the last answer took to swap in and draw
-    const merge = options.merge || function (older, newer) { return newer; };
+    let owed = null; // the edits whose answer is not on the page yet, merged into one job
 
-    function form() { return document.getElementById(formId); }
+    function form() { return document.getElementById(options.form); }
 
     function urlFor(params) {
       if (options.url) return options.url(params);
       const action = new URL(form().action, window.location.href);
+      params.set("fragment", "1");
       return action.pathname + "?" + params.toString();
     }
 
-    // `doc`: the answer, parsed (as soon as it came: an answer that waits out the debounce
-    // is ready to swap in when it ends).
-    function show(job, url, doc, timing) {
+    function show(job, url, doc) {
       if (owed === job) owed = null;
-      const t1 = performance.now();
       const ids = typeof options.regions === "function" ? options.regions(doc, job) : options.regions;
-      const address = options.address ? options.address(doc, url) : url; // before the swap
-      // How long the last update took up to the swap, by part (read by bench/bench_page.py;
-      // lastSwap has the rest): from the edit to the swap, the request, the parsing.
-      window.AttentionLab.lastUpdate = Object.assign({ answered: t1 - (job.at || t1) }, timing);
-      swap(doc, ids); // swap moves the answer's parts out of `doc`
-      if (address) {
+      const address = stateAddress(doc, url); // before the swap moves the answer's parts
+      swap(doc, ids);
+      if (doc.liveStatus !== 422) {
         if (job.push) window.history.pushState(null, "", address);
         else window.history.replaceState(null, "", address);
         followState();
       }
       if (options.done) options.done(doc, job);
-      asking = timing.fetch + timing.parse;
-      drawing = performance.now() - t1;
-      return true;
+      document.dispatchEvent(new CustomEvent("live:updated", { detail: { url: address } }));
     }
 
     function run(job) {
@@ -218,32 +192,23 @@
       if (!f) return Promise.resolve(false);
       const url = job.url || urlFor(paramsOf(f, job.submitter, job));
       const mine = ++ticket;
-      if (held) held(false); // a newer request: the answer kept for the older one is dropped
-      held = null;
       if (pending) pending.abort();
       pending = new AbortController();
-      const t0 = performance.now();
+      // X-Live-Update: the pages not yet on app/web/pages.py answer 200 to it (transitional).
       const headers = { Accept: "text/html", "X-Live-Update": "1" };
       return fetch(url, { signal: pending.signal, headers: headers })
         .then(function (response) {
-          // Input the page cannot use comes back 200 with its real status beside it, so the
-          // console shows no failed request while the teacher is mid-edit.
           const status = Number(response.headers.get("X-Input-Status")) || response.status;
-          return response.text().then(function (html) { return [html, status]; });
+          const state = response.headers.get("X-Page-State");
+          return response.text().then(function (html) { return [html, status, state]; });
         })
         .then(function (answer) {
           if (mine !== ticket) return false; // a newer edit was sent
-          // While the reader may still be typing (the debounce), drawing would only hold the
-          // page up: an answer asked for early waits for the debounce to end.
-          if (waiting && !job.early) return false;
-          const t1 = performance.now();
           const doc = new DOMParser().parseFromString(answer[0], "text/html");
-          doc.liveStatus = answer[1]; // 422: the answer says what to fix
-          const timing = { fetch: t1 - t0, parse: performance.now() - t1 };
-          if (!waiting) return show(job, url, doc, timing);
-          return new Promise(function (resolve) {
-            held = function (go) { resolve(go && show(job, url, doc, timing)); };
-          });
+          doc.liveStatus = answer[1];
+          doc.pageState = answer[2];
+          show(job, url, doc);
+          return true;
         })
         .catch(function (error) {
           if (error.name === "AbortError") return false;
@@ -256,30 +221,10 @@
 
     function update(job) {
       clearTimeout(timer);
-      waiting = false;
       owed = owed ? merge(owed, job || {}) : job || {};
-      // When the key reached the page (a key held up behind a redraw counts from then).
-      const now = (job && job.keyAt) || performance.now();
-      const gap = now - lastEdit; // since the edit before this one
-      lastEdit = now;
-      owed.at = now;
       if (owed.now) return run(owed);
-      waiting = true;
-      // A key that comes sooner after the last than an answer takes to draw is part of a run
-      // of keys: it asks once the debounce is over, as without `early`, so that the page is
-      // not redrawn between two keys (which would hold the next one up).
-      owed.early = early && gap >= Math.max(delay, asking) + drawing;
-      const asked = owed.early ? run(owed) : null;
       return new Promise(function (resolve) {
-        timer = setTimeout(function () {
-          waiting = false;
-          if (asked) {
-            const keep = held;
-            held = null;
-            if (keep) keep(true);
-            resolve(asked);
-          } else resolve(owed ? run(owed) : false);
-        }, delay);
+        timer = setTimeout(function () { resolve(owed ? run(owed) : false); }, delay);
       });
     }
 
@@ -290,15 +235,19 @@
 
     // Keys typed into a field ask on input, after the debounce; selects, boxes and radio
     // buttons ask on change, at once (a choice is made in one go: nothing to wait for).
-    let keyAt = 0; // the time of the key whose input event comes next (none for a paste)
-    document.addEventListener("keydown", function (event) { keyAt = event.timeStamp; }, true);
     document.addEventListener("input", function (event) {
-      const at = keyAt;
-      keyAt = 0;
-      if (mine(event) && keyed(event.target)) update({ target: event.target, keyAt: at });
+      if (mine(event) && keyed(event.target)) update({ target: event.target });
     });
     document.addEventListener("change", function (event) {
       if (mine(event) && !keyed(event.target)) update({ target: event.target, now: true });
+    });
+    // Enter in a field applies what was typed, now, and nothing else: without this the
+    // browser would submit the form with its first button (a "Generate" or a preset).
+    document.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter" || !mine(event) || !keyed(event.target)) return;
+      if (event.target.tagName === "TEXTAREA") return; // a new line there
+      event.preventDefault();
+      update({ target: event.target, now: true });
     });
     document.addEventListener("submit", function (event) {
       if (event.target !== form()) return;

@@ -17,9 +17,9 @@ def test_the_preset_stays_through_workload_edits_and_goes_with_a_model_edit(page
         "seq_len is 131,072 but Llama-2-7B was built for at most 4,096 tokens"
     )
     expect(page.locator("#preset")).to_have_value("llama-2-7b")
-    page.fill("#heads", "16")
-    expect(page).to_have_url(re.compile(r"heads=16"))
+    page.fill("#layers", "16")
+    expect(page).to_have_url(re.compile(r"layers=16"))
     expect(page.locator("#preset-note")).to_have_count(0)
     expect(page.locator("#preset")).to_have_value("")
-    expect(page.locator("#layers")).to_have_value("32")  # the model's other numbers stay
+    expect(page.locator("#heads")).to_have_value("32")  # the model's other numbers stay
     expect(page.locator("#cost-results")).not_to_contain_text("was built for at most")

@@ -1,100 +1,28 @@
-"""What /heads shows for one URL: its form, small multiples of every head, the chosen head's
-stage strip, the concatenation and W_O, the shuffle demo and the √d_k panel."""
+"""What /heads shows for one state: small multiples of every head, the chosen head's stage
+strip, the concatenation and W_O, the shuffle demo and the √d_k panel."""
 
-from collections.abc import Mapping
-from typing import Any, Literal
-from urllib.parse import urlencode
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from app.core.errors import InputError, validation_errors
-from app.core.i18n import gettext, ngettext
-from app.core.limits import HARD_MAX_HEADS, HARD_MAX_WIDTH
-from app.core.rules import grouped_query_kv_heads, kv_head_choices, nearest_kv_heads
-from app.features.heads.schemas import HeadsRequest, HeadsResult
+from app.core.i18n import gettext
+from app.core.rules import grouped_query_kv_heads, kv_head_choices
+from app.features.heads.form import HeadsForm
+from app.features.heads.schemas import HeadsResult
 from app.features.heads.service import compute_heads
 from app.features.stages.page import head_stages
-from app.features.stages.schemas import MaskSpec, PositionalKind
-from app.features.stages.service import position_demo
+from app.features.stages.service import PositionDemo, position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
+from app.web.classroom import url
 from app.web.figures import Series, TitledFigure, heatmap, log_log_lines
 from app.web.multiples import small_multiples
-
-HEADS_PAGE_MAX_TOKENS = 32
-
+from app.web.pages import Page, Problem
 
 KV_GROUP_COLOURS = 8  # CSS classes kv-group-0 … kv-group-7, cycled
-
-
-class HeadsForm(BaseModel):
-    """The /heads page's GET form: every page state is one of these, and its URL."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    text: str = Field("the cat sat on the mat", max_length=2000)
-    d_model: int = Field(8, ge=1, le=HARD_MAX_WIDTH)
-    heads: int = Field(4, ge=1, le=HARD_MAX_HEADS)
-    kv_heads: int = Field(2, ge=1, le=HARD_MAX_HEADS)
-    d_head: int = Field(4, ge=1, le=HARD_MAX_WIDTH)
-    mask: Literal["bidirectional", "causal"] = "bidirectional"
-    positional: PositionalKind = "none"
-    scale: Literal["on", "off"] = "on"
-    seed: int = Field(0, ge=0, le=2**32 - 1)
-    head: int = Field(0, ge=0, le=HARD_MAX_HEADS - 1)
-    preset: Literal["mha", "gqa", "mqa"] | None = None
-
-    def params(self, **changes: Any) -> str:
-        """This state (with `changes`) as a query string; the preset is already applied."""
-        values = self.model_dump(exclude={"preset"}) | changes
-        return urlencode(values)
-
-
-def snap_kv_heads(form: HeadsForm) -> tuple[HeadsForm, str | None]:
-    """Apply a preset, and move a g that does not divide h to the nearest divisor below."""
-    h = form.heads
-    grouped = grouped_query_kv_heads(h) or h
-    wanted = {"mha": h, "gqa": grouped, "mqa": 1}.get(form.preset or "", form.kv_heads)
-    g = nearest_kv_heads(h, wanted)
-    note = None
-    if g != wanted:
-        note = ngettext(
-            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query head; "
-            "showing g = %(g)s.",
-            "%(wanted)s key/value heads cannot be shared evenly by %(h)s query heads; "
-            "showing g = %(g)s.",
-            h,
-        ) % {"wanted": wanted, "h": h, "g": g}
-    return form.model_copy(
-        update={"kv_heads": g, "preset": None, "head": min(form.head, h - 1)}
-    ), note
-
-
-def heads_request(form: HeadsForm) -> HeadsRequest:
-    tokens = form.text.split()
-    if not tokens:
-        raise InputError(("text",), gettext("text is empty; type at least one word to have tokens"))
-    if len(tokens) > HEADS_PAGE_MAX_TOKENS:
-        raise InputError(
-            ("text",),
-            gettext(
-                "text has %(n)s tokens but this page shows at most %(max)s; shorten it "
-                "(the API takes more)"
-            )
-            % {"n": len(tokens), "max": HEADS_PAGE_MAX_TOKENS},
-        )
-    return HeadsRequest(
-        tokens=tokens,
-        d_model=form.d_model,
-        heads=form.heads,
-        kv_heads=form.kv_heads,
-        d_head=form.d_head,
-        mask=MaskSpec(causal=form.mask == "causal"),
-        positional=form.positional,
-        scale=form.scale == "on",
-        seed=form.seed,
-    )
 
 
 def matrix_figure(matrix: Any, rows: list[str], title: str, x_title: str) -> TitledFigure:
@@ -165,42 +93,62 @@ def scaling_figures(curves: dict[str, list]) -> dict[str, TitledFigure]:
     }
 
 
-def heads_page(params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
-    """Everything /heads shows for one URL; problems become messages on the page."""
-    errors: list[str] = []
-    try:
-        form = HeadsForm.model_validate(dict(params))
-    except ValidationError as exc:
-        errors = [e["msg"] for e in validation_errors(exc.errors())]
-        form = HeadsForm()
-    form, note = snap_kv_heads(form)
-    context: dict[str, Any] = {
-        "form": form,
-        "note": note,
-        "errors": errors,
-        "gqa": grouped_query_kv_heads(form.heads),
-        "kv_head_choices": kv_head_choices(form.heads),
-        "head_urls": [f"/heads?{form.params(head=i)}" for i in range(form.heads)],
-        "scaling": saturation(form.seed % 1000),
-        "result": None,
-    }
-    context["scaling_figures"] = scaling_figures(context["scaling"])
-    try:
-        req = heads_request(form)
-        result = compute_heads(req, settings)
-    except InputError as exc:
-        errors.append(exc.msg)
-        return context
-    except ValidationError as exc:
-        errors.extend(e["msg"] for e in validation_errors(exc.errors()))
-        return context
-    kv = [s.kv_head for s in result.heads]
-    context.update(
-        result=result,
-        request_json=req.model_dump(exclude_defaults=True),
-        groups=[[i for i, j in enumerate(kv) if j == g] for g in range(form.kv_heads)],
-        group_colours=KV_GROUP_COLOURS,
-        figures=heads_figures(result, form.head),
-        demo=position_demo(req, result, compute_heads, settings),
+@dataclass(frozen=True, kw_only=True)
+class HeadsView:
+    """Everything /heads shows for one state; `result` is None when it cannot be computed."""
+
+    form: HeadsForm
+    kv_head_choices: list[int]
+    grouped_query: int | None  # the grouped-query preset's g, when h allows one
+    scaling: dict[str, list[float]]  # the √d_k panel's measurements
+    scaling_figures: dict[str, TitledFigure]
+    result: HeadsResult | None = None
+    request_json: dict[str, Any] | None = None
+    groups: list[list[int]] | None = None  # query heads by the key/value head they share
+    figures: dict[str, Any] | None = None
+    demo: PositionDemo | None = None
+    group_colours: int = KV_GROUP_COLOURS
+
+    def head_link(self, head: int) -> str:
+        return url("/heads", self.form.state(head=head))
+
+
+def heads_page(
+    form: HeadsForm, problems: list[Problem], notes: list[str], settings: Settings
+) -> Page:
+    """Everything /heads shows for one state, computed once; what cannot be used is said."""
+    form, note = form.snapped()
+    notes = [*notes, note] if note else notes
+    scaling = saturation(form.seed % 1000)
+    view = HeadsView(
+        form=form,
+        kv_head_choices=kv_head_choices(form.heads),
+        grouped_query=grouped_query_kv_heads(form.heads),
+        scaling=scaling,
+        scaling_figures=scaling_figures(scaling),
     )
-    return context
+    try:
+        req = form.request()
+        result = compute_heads(req, settings)
+    except InputError as error:
+        problems = [*problems, Problem(str(error.loc[0]), error.msg)]
+    except ValidationError as error:
+        problems = [*problems, *(Problem("", e["msg"]) for e in validation_errors(error.errors()))]
+    else:
+        kv = [s.kv_head for s in result.heads]
+        view = replace(
+            view,
+            result=result,
+            request_json=req.model_dump(exclude_defaults=True),
+            groups=[[i for i, j in enumerate(kv) if j == g] for g in range(form.kv_heads)],
+            figures=heads_figures(result, form.head),
+            demo=position_demo(req, result, compute_heads, settings),
+        )
+    return Page(
+        template="heads/heads.html",
+        fragment="heads/_live.html",
+        view=view,
+        problems=problems,
+        notes=notes,
+        state=form.state(),
+    )

@@ -20,6 +20,7 @@ from app.features.lab.state import LabParams
 from app.web.cache import cacheable
 from app.web.classroom import Classroom
 from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
+from app.web.pages import INPUT_STATUS, PAGE_STATE
 from app.web.responses import JSONResponse
 from app.web.templating import templates
 
@@ -67,7 +68,8 @@ def lab(request: Request, query: LabQuery, settings: SettingsDep, fragment: str 
     page = lab_page(query.items, settings)
     if fragment:
         context = lab_context(page, with_editor=fragment != "results")
-        return templates.TemplateResponse(request, "lab/_fragment.html", context)
+        headers = {PAGE_STATE: page.query} if page.ok else {INPUT_STATUS: "422"}
+        return templates.TemplateResponse(request, "lab/_fragment.html", context, headers=headers)
     if page.action and page.ok:
         target = Classroom.from_request(request).location(f"/?{page.query}")
         return RedirectResponse(target, status_code=303)

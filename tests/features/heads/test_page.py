@@ -1,6 +1,7 @@
 """The pages as a person reads them: the numbers in the HTML are the API's numbers."""
 
 import re
+from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
@@ -54,11 +55,23 @@ def test_pages_say_whether_shuffling_changes_anything(client: TestClient, path: 
     assert "with rope position information" in rope
 
 
-def test_heads_fragment_is_the_results_alone(client: TestClient) -> None:
-    html = client.get("/heads/fragment?heads=2&kv_heads=1").text
-    assert "<html" not in html
-    assert 'id="heads-state"' in html
-    assert 'id="why-sqrt-dk"' in html
+def test_heads_fragment_is_the_live_part_with_its_state(client: TestClient) -> None:
+    response = client.get("/heads?heads=2&kv_heads=3&fragment=1")
+    assert "<html" not in response.text
+    assert 'id="heads-form"' in response.text
+    assert 'id="why-sqrt-dk"' in response.text
+    assert "showing g = 2" in response.text
+    state = dict(parse_qsl(response.headers["x-page-state"]))
+    assert (state["heads"], state["kv_heads"], state["head"]) == ("2", "2", "0")
+    assert not {"fragment", "preset"} & state.keys()
+
+
+def test_a_bad_heads_state_is_a_422_page_and_a_200_fragment(client: TestClient) -> None:
+    page = client.get("/heads?heads=%C2%B2")
+    assert page.status_code == 422
+    assert "heads must be a whole number" in page.text
+    fragment = client.get("/heads?heads=%C2%B2&fragment=1")
+    assert (fragment.status_code, fragment.headers["x-input-status"]) == (200, "422")
 
 
 def test_heads_page_is_in_the_navigation(client: TestClient) -> None:

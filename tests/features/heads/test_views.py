@@ -6,9 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 from fastapi.testclient import TestClient
+from starlette.datastructures import QueryParams
 
 from app.core.rules import grouped_query_kv_heads
-from app.features.heads.page import HeadsForm, heads_page, scaling_figures, snap_kv_heads
+from app.features.heads.form import HeadsForm
+from app.features.heads.page import HeadsView, heads_page, scaling_figures
 from app.features.lab.page import LabPage, lab_page
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
@@ -16,11 +18,18 @@ from app.features.stages.schemas import MaskSpec
 from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
+from app.web.pages import Page
 from tests.web.test_figures import panel
 
 
-def page(**params: Any) -> dict[str, Any]:
-    return heads_page({k: str(v) for k, v in params.items()}, Settings())
+def page(**params: Any) -> Page:
+    return heads_page(
+        *HeadsForm.read(QueryParams({k: str(v) for k, v in params.items()})), Settings()
+    )
+
+
+def view(**params: Any) -> HeadsView:
+    return page(**params).view
 
 
 @pytest.mark.parametrize(
@@ -44,31 +53,31 @@ def test_gqa_preset_uses_the_fewest_groups_above_one(heads: int, expected: int |
 def test_presets_and_divisors(
     heads: int, kv_heads: int, preset: str | None, expected: int, noted: bool
 ) -> None:
-    form, note = snap_kv_heads(HeadsForm(heads=heads, kv_heads=kv_heads, preset=preset))
+    form, note = HeadsForm(heads=heads, kv_heads=kv_heads, preset=preset).snapped()
     assert form.kv_heads == expected
     assert heads % form.kv_heads == 0
     assert (note is not None) is noted
-    assert "preset" not in form.params()
+    assert "preset" not in dict(form.state())
 
 
 def test_heads_are_grouped_by_the_kv_head_they_share() -> None:
-    context = page(heads=8, kv_heads=2)
-    assert context["groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert [s.kv_head for s in context["result"].heads] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert "head=5" in context["head_urls"][5]
+    context = view(heads=8, kv_heads=2)
+    assert context.groups == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert [s.kv_head for s in context.result.heads] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert "head=5" in context.head_link(5)
     # Every head in one figure: a row of 4 panels per key/value head, one colour axis on 0–1.
-    fig = context["figures"]["heads"]
+    fig = context.figures["heads"]
     assert fig["data"][0]["meta"]["panels"] == [[0, 1, 2, 3], [4, 5, 6, 7]]  # row 2: KV 1
     assert [a["text"] for a in fig["layout"]["annotations"]][4] == "head 4 · KV 1"
     assert (fig["layout"]["coloraxis"]["cmin"], fig["layout"]["coloraxis"]["cmax"]) == (0.0, 1.0)
-    n = len(context["result"].tokens)
+    n = len(context.result.tokens)
     for i in range(8):
-        weights = context["result"].heads[i].weights
+        weights = context.result.heads[i].weights
         np.testing.assert_allclose(panel(fig, i, n), np.round(weights, 3))
 
 
 def test_every_figure_of_the_page_is_valid_plotly() -> None:
-    figures = page(positional="rope")["figures"]
+    figures = view(positional="rope").figures
     for fig in [figures["heads"], *(stage["fig"] for stage in figures["view"]["stages"])]:
         go.Figure(fig)
     for name in ("concat", "w_o", "output"):
@@ -76,8 +85,8 @@ def test_every_figure_of_the_page_is_valid_plotly() -> None:
 
 
 def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
-    context = page(text="the cat sat on the mat", mask="bidirectional", positional="none")
-    demo, result = context["demo"], context["result"]
+    context = view(text="the cat sat on the mat", mask="bidirectional", positional="none")
+    demo, result = context.demo, context.result
     assert demo.equivariant
     assert demo.gap < 1e-9
     assert sorted(demo.order) == list(range(6)) != demo.order
@@ -93,7 +102,7 @@ def test_without_position_shuffling_only_reorders_the_output_rows() -> None:
     [("sinusoidal", "bidirectional"), ("rope", "bidirectional"), ("none", "causal")],
 )
 def test_position_information_breaks_the_symmetry(positional: str, mask: str) -> None:
-    demo = page(text="the cat sat on the mat", mask=mask, positional=positional)["demo"]
+    demo = view(text="the cat sat on the mat", mask=mask, positional=positional).demo
     assert not demo.equivariant
     assert demo.gap > 1e-3
     assert demo.repeats[0]["gap"] > 1e-3  # the two "the" now differ
@@ -118,13 +127,17 @@ def test_shuffle_demo_for_one_head_as_the_lab_computes_it(
 
 
 def test_page_problems_become_messages_not_errors() -> None:
-    assert page(d_head=3, positional="rope")["errors"] == [
+    def messages(**params: Any) -> list[str]:
+        return [problem.message for problem in page(**params).problems]
+
+    assert messages(d_head=3, positional="rope") == [
         "positional is rope, which rotates q and k in pairs of numbers, but d_head is 3 (odd); "
         "choose an even d_head or another positional kind"
     ]
-    assert page(heads="many")["errors"][0].startswith("heads must be a whole number")
-    assert page(text="   ")["errors"][0].startswith("text is empty")
-    assert page(text=" ".join(["w"] * 33))["errors"][0].startswith("text has 33 tokens")
+    assert messages(heads="many")[0].startswith("heads must be a whole number")
+    assert messages(heads="²")[0].startswith("heads must be a whole number")
+    assert messages(text="   ")[0].startswith("text is empty")
+    assert messages(text=" ".join(["w"] * 33))[0].startswith("text has 33 tokens")
 
 
 # ---------------------------------------------------------------- position on the head lab

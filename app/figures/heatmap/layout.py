@@ -1,0 +1,253 @@
+"""Where everything of a heatmap goes, in px at its natural size: cell size, whether the cells
+carry numbers and whether they are drawn as SVG or as a PNG, which labels fit, the margins and
+the legend. Pure arithmetic on the heatmap's shape and text; the markup is svg.py's."""
+
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
+
+from app.figures.heatmap.model import Heatmap
+
+# Numbers in cells up to this many rows and columns (the server's choice); the page hides them
+# where the figure is scaled down so far that they would be smaller than Type.min_text_px.
+NUMBERS_UP_TO = 16
+# A PNG instead of SVG cells from this many cells on (n ≥ 64 for a square heatmap, summed
+# over a group's panels), or where a cell would be smaller than PNG_BELOW_PX.
+PNG_FROM_CELLS = 64 * 64
+PNG_BELOW_PX = 6.0
+MAX_LABEL_CHARS = 12  # a longer token is cut, "…" after it (the hover text has it whole)
+PAD = 6.0
+
+
+@dataclass(frozen=True)
+class Type:
+    """Font sizes (px at natural size) and cell sizes of one kind of figure."""
+
+    label: float  # token labels
+    number: float  # numbers in cells
+    title: float  # axis titles, the colour bar's name
+    tick: float  # colour bar ticks, the hidden look's name
+    heading: float  # the title, in the standalone SVG
+    side: float  # the longest side of the cells when they carry no numbers
+    max_cell: float
+    numbers_side: float  # the longest side of the cells with their numbers in them
+    gap: float  # the line between cells (page background colour)
+    # False: presenter mode, where the picture is never scaled below the size that keeps its
+    # smallest text at `min_text_px` (it scrolls instead); True: it shrinks to fit, and its
+    # numbers are hidden where they would be smaller than `min_text_px`
+    shrinks: bool
+    min_text_px: float
+
+    @property
+    def bar(self) -> float:
+        return round(self.tick * 0.9, 2)
+
+
+# (presenter mode, small multiple) → Type. Presenter mode: nothing below 16 px.
+TYPES = {
+    (False, False): Type(12, 11, 12, 11, 15, 480, 28, 640, gap=1, shrinks=True, min_text_px=10),
+    (False, True): Type(10, 10, 10, 11, 13, 168, 20, 0, gap=1, shrinks=True, min_text_px=10),
+    (True, False): Type(17, 16, 17, 16, 22, 560, 44, 480, gap=2, shrinks=False, min_text_px=16),
+    (True, True): Type(16, 16, 16, 16, 18, 240, 30, 0, gap=2, shrinks=False, min_text_px=16),
+}
+
+
+@lru_cache(maxsize=8192)
+def text_width(text: str, size: float) -> float:
+    """The width of a line of text in a sans-serif font, estimated from its characters
+    (wide for CJK and capitals, narrow for i, l and punctuation)."""
+    return size * sum(map(_em, text))
+
+
+@lru_cache(maxsize=4096)
+def _em(c: str) -> float:
+    """A character's advance in em, on the wide side of common sans-serif fonts (DejaVu Sans,
+    the widest of them, sets "−" and "∞" at 0.84 em)."""
+    if c in "il.,:;'|!·ıj ":
+        return 0.32
+    if c in "frt()[]{}I-":
+        return 0.42
+    if unicodedata.east_asian_width(c) in "WF":
+        return 1.0
+    if c in "mwMW":
+        return 1.0
+    if c in "∞−+=×→<>&%" or c.isupper():
+        return 0.84 if not c.isupper() else 0.74
+    if c.isdigit():
+        return 0.64
+    return 0.62
+
+
+@lru_cache(maxsize=8192)
+def short_label(text: str) -> str:
+    """A token as an axis label: control characters made visible, a long one cut."""
+    text = "".join(c if c.isprintable() else "\ufffd" for c in text)
+    return text if len(text) <= MAX_LABEL_CHARS else text[: MAX_LABEL_CHARS - 1] + "…"
+
+
+def thinned(count: int, step: int, keep: int | None = None) -> list[int]:
+    """The labels shown along an axis of `count` cells: every `step`-th from the first, and
+    `keep` (the selected query) always, its neighbours nearer than `step` left out."""
+    if step <= 1:
+        return list(range(count))
+    shown = set(range(0, count, step))
+    if keep is not None:
+        shown = {i for i in shown if abs(i - keep) >= step} | {keep}
+    return sorted(shown)
+
+
+@dataclass(frozen=True)
+class Legend:
+    """The colour bar line: its name, the bar, then the hidden look (on a second line when
+    the first has no room). x and y are offsets from the legend's top left."""
+
+    label_width: float
+    bar_x: float
+    bar_width: float
+    hidden_x: float  # the hidden look's swatch
+    hidden_y: float
+    width: float
+    height: float
+
+
+def legend_layout(
+    type_: Type, label: str, ticks: Sequence[str], hidden: str | None, room: float
+) -> Legend:
+    """The legend's parts for a colour bar named `label` with tick texts `ticks`, and the
+    hidden look's sentence `hidden` (None: nothing hidden), within `room` px if it can."""
+    tick = type_.tick
+    label_width = text_width(label, type_.title) + 8
+    half_first = text_width(ticks[0], tick) / 2
+    bar_x = max(label_width, half_first + 2)
+    bar_width = min(max(room - bar_x - 2 * tick, 8 * tick), 16 * tick + 60)
+    line = type_.bar + 3 + tick * 1.3
+    after_bar = bar_x + bar_width + text_width(ticks[-1], tick) / 2 + tick
+    width, height = after_bar, line
+    hidden_x = hidden_y = 0.0
+    if hidden is not None:
+        hidden_width = tick + 4 + text_width(hidden, tick)
+        if after_bar + hidden_width <= room:
+            hidden_x = after_bar
+            width = after_bar + hidden_width
+        else:
+            hidden_y = line + 2
+            width = max(width, hidden_width)
+            height = hidden_y + tick * 1.3
+    return Legend(label_width, bar_x, bar_width, hidden_x, hidden_y, width + 2, height)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A heatmap's geometry at natural size (px): its cells from (left, top), `cell` px square;
+    `width` × `height` the page's picture; the title (`heading` px tall) above it in the
+    standalone SVG, which is `box_width` wide."""
+
+    type: Type
+    cell: float
+    numbers: bool
+    png: bool
+    row_labels: list[tuple[int, str]]  # (row, label) of the labels shown
+    col_labels: list[tuple[int, str]]
+    cols_upright: bool  # column labels turned to read upwards (they would overlap flat)
+    row_title_x: float  # 0: no axis titles (small multiples)
+    col_title_y: float
+    left: float
+    top: float
+    width: float
+    height: float
+    legend: Legend | None
+    legend_y: float
+    heading: float
+    box_width: float
+
+
+def cell_size(heatmap: Heatmap, type_: Type, compact: bool) -> tuple[float, bool]:
+    """The side of a cell and whether it carries its number: numbers up to NUMBERS_UP_TO
+    cells a side when they fit in `type_.numbers_side`; otherwise the cells share `side`."""
+    rows, cols = heatmap.shape
+    longest = max(rows, cols)
+    if not compact and longest <= NUMBERS_UP_TO:
+        numbers = set(chain.from_iterable(heatmap.texts))
+        widest = max(text_width(t, type_.number) for t in numbers)
+        # wide enough for the numbers, and for short column labels to stay flat
+        label = max(text_width(short_label(t), type_.label) for t in heatmap.col_labels)
+        cell = round(max(widest + 8, type_.number * 2.4, min(label + 6, type_.number * 5)), 1)
+        if cell * longest <= type_.numbers_side:
+            return cell, True
+    return round(min(type_.max_cell, type_.side / longest), 2), False
+
+
+def layout(
+    heatmap: Heatmap,
+    type_: Type,
+    *,
+    compact: bool = False,
+    png: bool | None = None,
+    legend: tuple[str, Sequence[str], str | None] | None = None,
+) -> Layout:
+    """Where a heatmap's parts go. `png` forces the choice of raster cells (a group decides
+    for all its panels); `legend` is (bar name, tick texts, hidden sentence or None)."""
+    rows, cols = heatmap.shape
+    cell, numbers = cell_size(heatmap, type_, compact)
+    if png is None:
+        png = rows * cols >= PNG_FROM_CELLS or cell < PNG_BELOW_PX
+    numbers = numbers and not png
+    label = type_.label
+    step = math.ceil(label * 1.2 / cell)
+    row_keep = thinned(rows, step, heatmap.selected_row)
+    row_labels = [(i, short_label(heatmap.row_labels[i])) for i in row_keep]
+    flat = [short_label(t) for t in heatmap.col_labels]
+    upright = any(text_width(t, label) > cell - 3 for t in flat)
+    col_keep = thinned(cols, step) if upright else list(range(cols))
+    col_labels = [(j, flat[j]) for j in col_keep]
+
+    titles = 0.0 if compact else type_.title * 1.5
+    col_label_h = (
+        max((text_width(t, label) for _, t in col_labels), default=0) + 6
+        if upright
+        else label * 1.4
+    )
+    row_label_w = max(
+        (text_width(t, label) * (1.2 if i == heatmap.selected_row else 1) for i, t in row_labels),
+        default=0,
+    )  # the selected query's label is bold
+    row_label_w += 8
+    left, top = titles + row_label_w, titles + col_label_h
+    cells_w, cells_h = cols * cell, rows * cell
+    width = left + cells_w + PAD
+    height = top + cells_h + PAD
+    if not compact:  # the axis titles need their length beside the cells
+        row_title_w = text_width(heatmap.row_axis, type_.title)
+        col_title_w = text_width(heatmap.col_axis, type_.title)
+        width = max(width, col_title_w + PAD)
+        height = max(height, top + row_title_w + PAD)
+    legend_box = None
+    legend_y = height
+    if legend is not None:
+        legend_box = legend_layout(type_, *legend, room=width)
+        width = max(width, legend_box.width)
+        height = legend_y + legend_box.height + PAD
+    heading = type_.heading * 1.8
+    box_width = max(width, text_width(heatmap.title, type_.heading) + PAD)
+    return Layout(
+        type=type_,
+        cell=cell,
+        numbers=numbers,
+        png=png,
+        row_labels=row_labels,
+        col_labels=col_labels,
+        cols_upright=upright,
+        row_title_x=0.0 if compact else type_.title,
+        col_title_y=0.0 if compact else type_.title * 1.05,
+        left=round(left, 1),
+        top=round(top, 1),
+        width=round(width, 1),
+        height=round(height, 1),
+        legend=legend_box,
+        legend_y=round(legend_y, 1),
+        heading=round(heading, 1),
+        box_width=round(box_width, 1),
+    )

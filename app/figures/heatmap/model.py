@@ -1,0 +1,166 @@
+"""What a view hands the renderer: one heatmap, or a group of heatmaps on one colour scale."""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from app.core.i18n import format_rows, gettext
+from app.figures.heatmap.scale import HIDDEN_COLOUR, Scale, hex_to_rgb
+
+# A figure's id is its DOM id and the prefix of its parts' ids and of its CSS rule.
+ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Heatmap:
+    """A rows × cols matrix drawn as coloured cells, rows top to bottom as in the tables.
+
+    - `id`: unique on the page (letters, digits, - and _), the figure's DOM id.
+    - `title`: shown above the picture, and the name of its downloads.
+    - `values`: the numbers (rows × cols); `scale` gives each its colour.
+    - `row_labels`, `col_labels`: the tokens (or dimensions) along each axis, as typed.
+    - `hidden`: True where the mask hides the pair; those cells are drawn in the hidden look
+      and read `hidden_text` ("−∞" for a score, "0" for a weight). Non-finite values (the −∞
+      of the masked scores) are hidden too.
+    - `row_title`, `col_title`: the axes' names ("query", "key" when left out).
+    - `hover`: the arithmetic of each cell (rows × cols sentences), shown on hover and on
+      keyboard focus; without it a cell says "query → key: value".
+    - `cell_texts`: the values as the tables print them, when the view has them already
+      (else they are formatted here, `digits` decimals, in the reader's convention).
+    - `selected_row`: the chosen query, outlined, its label always shown.
+    - `href`: a link for the title (a panel of a group that selects its head).
+    """
+
+    id: str
+    title: str
+    values: ArrayLike
+    row_labels: Sequence[str]
+    col_labels: Sequence[str]
+    scale: Scale
+    hidden: ArrayLike | None = None
+    hidden_text: str = "−∞"
+    row_title: str | None = None
+    col_title: str | None = None
+    hover: Sequence[Sequence[str]] | None = None
+    cell_texts: Sequence[Sequence[str]] | None = None
+    selected_row: int | None = None
+    digits: int = 3
+    href: str | None = None
+
+    def __post_init__(self) -> None:
+        if not ID_PATTERN.fullmatch(self.id):
+            raise ValueError(f"heatmap id {self.id!r}: letters, digits, - and _ only")
+        shape = self.matrix.shape
+        if len(shape) != 2 or shape != (len(self.row_labels), len(self.col_labels)):
+            raise ValueError(
+                f"heatmap {self.id}: values {shape} against "
+                f"{len(self.row_labels)} row and {len(self.col_labels)} column labels"
+            )
+        for name in ("hover", "cell_texts"):
+            rows = getattr(self, name)
+            if rows is not None and (len(rows), len(rows[0]) if len(rows) else 0) != shape:
+                raise ValueError(f"heatmap {self.id}: {name} is not {shape[0]} × {shape[1]}")
+        if self.hidden is not None and np.shape(self.hidden) != shape:
+            raise ValueError(f"heatmap {self.id}: hidden is not {shape[0]} × {shape[1]}")
+        if self.selected_row is not None and not 0 <= self.selected_row < shape[0]:
+            raise ValueError(f"heatmap {self.id}: no row {self.selected_row}")
+
+    @property
+    def row_axis(self) -> str:
+        return gettext("query") if self.row_title is None else self.row_title
+
+    @property
+    def col_axis(self) -> str:
+        return gettext("key") if self.col_title is None else self.col_title
+
+    @cached_property
+    def matrix(self) -> np.ndarray:
+        return np.asarray(self.values, dtype=float)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, cols = self.matrix.shape
+        return rows, cols
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """True where the cell is drawn hidden: `hidden`, and every non-finite value."""
+        mask = ~np.isfinite(self.matrix)
+        if self.hidden is not None:
+            mask |= np.asarray(self.hidden, dtype=bool)
+        return mask
+
+    @cached_property
+    def rgb(self) -> np.ndarray:
+        """Every cell's fill as (rows, cols, 3) uint8: the scale's colour, or the hidden grey."""
+        rgb = self.scale.rgb(self.matrix)
+        rgb[self.mask] = hex_to_rgb(HIDDEN_COLOUR)
+        return rgb
+
+    @cached_property
+    def texts(self) -> list[list[str]]:
+        """The number each cell shows: the table's text, or `hidden_text` where hidden."""
+        if self.cell_texts is not None:
+            rows = [list(row) for row in self.cell_texts]
+        else:
+            rows = format_rows(np.where(self.mask, 0.0, self.matrix), self.digits)
+        if self.mask.any():
+            for i, j in zip(*np.nonzero(self.mask), strict=True):
+                rows[i][j] = self.hidden_text
+        return rows
+
+    @cached_property
+    def tips(self) -> list[list[str]]:
+        """What each cell says on hover and focus: its arithmetic, or "query → key: value"."""
+        if self.hover is not None:
+            return [list(row) for row in self.hover]
+        return [
+            [f"{r} → {c}: {text}" for c, text in zip(self.col_labels, row, strict=True)]
+            for r, row in zip(self.row_labels, self.texts, strict=True)
+        ]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class HeatmapGroup:
+    """Small multiples: several heatmaps (one per head) side by side on one colour scale,
+    with one colour bar. Every panel must have the same `scale` (build it once, e.g.
+    `signed_scale(*matrices)`, for the whole group) and the same `hidden_text`.
+
+    `columns` is the most panels side by side; narrower screens get fewer (CSS). `selected`
+    is the index of the outlined panel (the chosen head)."""
+
+    id: str
+    title: str
+    panels: Sequence[Heatmap]
+    columns: int = 4
+    selected: int | None = None
+
+    def __post_init__(self) -> None:
+        if not ID_PATTERN.fullmatch(self.id):
+            raise ValueError(f"group id {self.id!r}: letters, digits, - and _ only")
+        if not self.panels:
+            raise ValueError(f"group {self.id}: no panel")
+        if len({p.scale for p in self.panels}) != 1:
+            raise ValueError(f"group {self.id}: the panels must share one scale")
+        if len({p.hidden_text for p in self.panels}) != 1:
+            raise ValueError(f"group {self.id}: the panels must share one hidden_text")
+        if self.selected is not None and not 0 <= self.selected < len(self.panels):
+            raise ValueError(f"group {self.id}: no panel {self.selected}")
+        if self.columns < 1:
+            raise ValueError(f"group {self.id}: columns must be at least 1")
+
+    @property
+    def scale(self) -> Scale:
+        return self.panels[0].scale
+
+    @property
+    def hidden_text(self) -> str:
+        return self.panels[0].hidden_text
+
+    @property
+    def has_hidden(self) -> bool:
+        return any(p.mask.any() for p in self.panels)

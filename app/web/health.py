@@ -3,13 +3,13 @@
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+
+from app.web.responses import JSONResponse
 
 router = APIRouter(tags=["health"])
-# Cheap, and answered under any load: the server (app/server/protocol.py) lets them past its
-# limit on requests in progress, and answers /readyz "busy" itself when nothing else would be.
+# Cheap, and answered under any load: the server (app/server/protocol.py) lets /healthz past
+# every limit, and answers /readyz "busy" itself when a request would wait or be refused.
 HEALTHZ, READYZ = "/healthz", "/readyz"
-HEALTH_PATHS = frozenset({HEALTHZ, READYZ})
 RETRY_AFTER_S = 1
 
 

@@ -326,8 +326,7 @@ def test_requests_beyond_the_compute_slots_wait_their_turn(patient: Server) -> N
     assert ask(patient.address, get("/healthz"))[0] == 200  # never waits for a slot
     for thread in sleepers:
         thread.join()
-    first, second = sorted(finished)
-    assert second - first >= 0.45
+    assert max(finished) >= 0.95  # one after the other: twice half a second
     assert ask(patient.address, get("/readyz"))[0] == 200
 
 
@@ -416,24 +415,24 @@ def unread(server: Server, count: int, after: float = 0) -> list[socket.socket]:
     return readers
 
 
-def closed_early(s: socket.socket) -> bool:
+def closed_early(s: socket.socket, seconds: float = 5) -> bool:
     """Whether the server closed the connection before the whole answer was sent."""
-    s.settimeout(5)
+    s.settimeout(seconds)
     return len(read_until_closed(s)) < BIG_ANSWER
 
 
 def test_answers_made_together_and_not_read_are_bounded_by_closing_the_oldest(
     patient: Server,
 ) -> None:
-    """Twenty 16 MB answers asked for together and not read, against 8 MB for all: as each
-    is written, the one before is closed, and the server grows by a few answers, not twenty
+    """Twelve 16 MB answers asked for together and not read, against 8 MB for all: as each
+    is written, the one before is closed, and the server grows by a few answers, not twelve
     (their memory goes back to the system: app/server/run.py's map_large_blocks)."""
     before = rss_bytes(patient.process.pid)
-    readers = unread(patient, 20, after=0.1)
+    readers = unread(patient, 12, after=0.1)
     try:
         time.sleep(1.5)
         assert rss_bytes(patient.process.pid) - before < 4 * BIG_ANSWER
-        assert not closed_early(readers[-1])  # read whole; and made last, after the others
+        assert not closed_early(readers[-1], 60)  # read whole; made last, after the others
         assert all(closed_early(s) for s in readers[:-1])
     finally:
         for s in readers:

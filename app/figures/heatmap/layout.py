@@ -140,7 +140,9 @@ def legend_layout(
             hidden_y = line + 2
             width = max(width, hidden_width)
             height = hidden_y + tick * 1.3
-    return Legend(label_width, bar_x, bar_width, hidden_x, hidden_y, width + 2, height)
+    return Legend(
+        label_width, bar_x, bar_width, hidden_x, hidden_y, math.ceil(width + 2), math.ceil(height)
+    )
 
 
 @dataclass(frozen=True)
@@ -248,10 +250,12 @@ def layout(
         col_title_y=0.0 if compact else type_.title * 1.05,
         left=round(left, 1),
         top=round(top, 1),
-        width=round(width, 1),
-        height=round(height, 1),
+        # whole pixels: a browser lays boxes out in 1/64 px, which would shrink a width such
+        # as 157.3 px (and its 10 px text) by a hair
+        width=math.ceil(width),
+        height=math.ceil(height),
         legend=legend_box,
         legend_y=round(legend_y, 1),
         heading=round(heading, 1),
-        box_width=round(box_width, 1),
+        box_width=math.ceil(box_width),
     )

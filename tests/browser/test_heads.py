@@ -4,6 +4,7 @@ Spanish and axe."""
 
 import re
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -35,6 +36,26 @@ PANELS = """() => [...document.querySelectorAll('#fig-heads .hm-panel')].map((p)
           left: Math.round(p.getBoundingClientRect().left),
           title_box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom}};
 })"""
+
+
+# The numbered sections of the page, in the order of the document: id, the numbering rule
+# that applies to the heading (CSS counters), and where the heading is on the page.
+SECTIONS = """() => [...document.querySelectorAll('#heads-results section > h2')]
+  .filter((h) => h.id !== 'chosen-weights-heading')  // part of the first, beside it
+  .map((h) => ({id: h.id, number: getComputedStyle(h, '::before').content,
+                top: h.getBoundingClientRect().top + scrollY,
+                left: h.getBoundingClientRect().left}))"""
+READING_ORDER = ["all-heads", "selected-head", "concat-heading", "kv-cache-heading",
+                 "position-heading", "why-sqrt-dk-heading"]  # fmt: skip
+
+
+def numbered_in_reading_order(page: Page) -> None:
+    """Every section is numbered, and the numbers (the document's order) run down the page."""
+    sections = page.evaluate(SECTIONS)
+    assert [s["id"] for s in sections] == READING_ORDER
+    assert all("counter(heads-section)" in s["number"] for s in sections), sections
+    tops = [s["top"] for s in sections]
+    assert all(a < b for a, b in pairwise(tops)), sections
 
 
 def cells(page: Page, table: str) -> list[list[str]]:
@@ -226,6 +247,7 @@ def test_sqrt_dk_panel_plots_the_measurements_before_the_api_snippet(page: Page)
         assert row[0] == f"{raw:.2f} / {scaled:.2f}"
         assert row[1].startswith(f"{curves['raw_max_weight'][i]:.3f}")
     assert panel.bounding_box()["y"] < page.locator("details.request").bounding_box()["y"]
+    numbered_in_reading_order(page)
 
 
 def test_a_phone_shows_every_head_legibly_and_never_scrolls_sideways(
@@ -277,6 +299,7 @@ def test_presenter_mode_shows_every_head_and_the_chosen_weights_with_their_words
         assert drawn["overlaps"] == 0, drawn["id"]
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     expect(page.locator("#heads-form")).to_be_hidden()
+    numbered_in_reading_order(page)  # the same numbers as in normal mode
     save_screenshot(page, "heads-present-1280x720")
     # The controls open beside the pictures, never in front of them.
     page.keyboard.press("c")

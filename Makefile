@@ -26,7 +26,7 @@ PREPARED := $(CACHE_DIR)/.prepared
 # the linters) compiles the libraries and rewrites the tests again, about 6 s of CPU each.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: run test lint lock chromium wrk bench bench-load container-test clean messages
+.PHONY: run test lint lock prepare chromium wrk bench bench-load container-test clean messages
 
 $(UV_BIN):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,8 @@ $(STAMP): $(RUNTIME_STAMP)
 $(PREPARED): $(RUNTIME_STAMP)
 	$(BIN)/python -m app.prepare
 	touch $@
+
+prepare: $(PREPARED)
 
 ## Start the app on its defaults (HOST=127.0.0.1 PORT=8000, WORKERS = the cores; from the
 ## environment or settings). Installs the app and the models only, not the test tools.

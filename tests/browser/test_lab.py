@@ -118,14 +118,14 @@ def test_markup_in_the_text_is_shown_as_text(page: Page, dialogs: list[str]) -> 
 def test_a_button_and_a_bad_cell_update_without_a_reload(page: Page) -> None:
     page.goto("/")
     page.evaluate("window.notReloaded = true")
-    before = page.url
     edit(page, lambda: page.get_by_role("button", name="Identity").first.click())
     expect(page.locator("#w_q-0-1")).to_have_value("0")
     assert "w_q=1,0;0,1" in page.url
     # One step of undo: a link back to the worked example, as it was before the button.
     undo = page.locator("#undo-link").get_attribute("href") or ""
-    assert "w_q=" not in undo and undo.startswith("/?tokens=The+cat+sleeps"), undo
-    assert "action" not in page.url and before.endswith("/")
+    assert undo.startswith("/?tokens=The+cat+sleeps"), undo
+    assert "w_q=" not in undo
+    assert "action" not in page.url
     url = page.url
     page.locator("#x-0-0").fill("abc")
     expect(page.locator("#page-messages")).to_contain_text("“abc” is not a number")

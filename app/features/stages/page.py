@@ -254,8 +254,8 @@ def adds_up(parts: Sequence[float], total: float) -> bool:
 
 
 def quoted(tokens: Sequence[str]) -> str:
-    """ "“The”", "“The” and “sleeps”", "“a”, “b” and “c”"."""
-    names = [f"“{t}”" for t in tokens]
+    """ "“The”", "“The” and “sleeps”", "“a”, “b” and “c”" (in the reader's quotes)."""
+    names = [gettext("“%(token)s”") % {"token": t} for t in tokens]
     if len(names) == 1:
         return names[0]
     return gettext("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}

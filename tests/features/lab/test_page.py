@@ -67,6 +67,15 @@ def test_the_page_teaches_beside_the_stages(client: TestClient, phrase: str) -> 
     assert phrase in text_of(client.get("/").text)
 
 
+def test_the_table_says_its_parts_are_rounded_where_they_do_not_add_up(
+    client: TestClient,
+) -> None:
+    html = client.get("/?tokens=a+b+c&d_model=4&d_k=4&d_v=4").text
+    assert "Each number above is rounded to three decimals" in text_of(
+        section(html, "query-table-rounded")
+    )
+
+
 def test_tokens_are_buttons_of_the_form_that_pick_the_query(client: TestClient) -> None:
     html = section(client.get("/").text, "sec-query")
     assert (

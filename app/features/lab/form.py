@@ -112,9 +112,12 @@ def grid(values: Any, info: ValidationInfo) -> Matrix:
     for i, row in enumerate(rows):
         if len(row) != len(rows[0]):
             raise problem(
-                gettext(
+                ngettext(
+                    "%(name)s row %(row)s has %(n)s number but row 1 has %(width)s; every "
+                    "row of a matrix needs the same length",
                     "%(name)s row %(row)s has %(n)s numbers but row 1 has %(width)s; every "
-                    "row of a matrix needs the same length"
+                    "row of a matrix needs the same length",
+                    len(row),
                 )
                 % {"name": name, "row": i + 1, "n": len(row), "width": len(rows[0])}
             )

@@ -147,6 +147,24 @@ def test_bad_url_input_shows_a_friendly_message_above_the_results(
     assert 'id="lab-results"' in response.text
 
 
+@pytest.mark.parametrize(
+    ("query", "spanish"),
+    [
+        ("positional=foo", "positional: «foo» no es ninguna de none, sinusoidal, rope"),
+        ("mask=custom&allowed=12", "allowed: escribe el patrón personalizado como filas de 0 y 1"),
+        ("tokens=a+b&x=1,2;3", "x fila 2 tiene 1 número pero la fila 1 tiene 2"),
+        ("tokens=a+b&x=1,2;3,4,5", "x fila 2 tiene 3 números pero la fila 1 tiene 2"),
+        ("positional=rope&d_k=3", "pero d_k vale 3 (impar); elige un d_k par"),
+    ],
+)
+def test_a_spanish_page_says_what_to_fix_in_spanish(
+    client: TestClient, query: str, spanish: str
+) -> None:
+    response = client.get(f"/?lang=es&{query}")
+    assert response.status_code == 422
+    assert spanish in text_of(section(response.text, "page-messages"))
+
+
 def test_markup_in_the_tokens_is_text(client: TestClient) -> None:
     response = client.get("/", params={"tokens": "<img src=x onerror=alert(1)> <b>hi</b>"})
     assert response.status_code == 200

@@ -13,8 +13,6 @@ from pydantic import ValidationError
 
 from app.core.errors import BusyError, InputError, ModelUnavailableError, validation_errors
 from app.core.i18n import N_, gettext
-from app.features.cost.schemas import CostQuery
-from app.features.cost.service import compute_cost
 from app.features.decoder.charts import Bar, LineChart, bars, line_chart, shown_piece
 from app.features.decoder.form import MODEL_HEADS, MODEL_LAYERS, DecoderForm
 from app.features.decoder.measure import DecodeTiming, decode_timing
@@ -26,6 +24,7 @@ from app.features.stages.page import HeadStages, head_stages
 from app.features.stages.results import OneHead
 from app.features.stages.schemas import CacheSpec
 from app.figures.heatmap import Heatmap, HeatmapGroup, weights_scale
+from app.math.cost import kv_cache_bytes
 from app.settings import Settings
 from app.web.classroom import url
 from app.web.pages import Page, Problem
@@ -334,29 +333,26 @@ def head_grid(
 
 
 def cache_view(result: DecoderResult, form: DecoderForm) -> CacheView:
+    """The cache measured, and the cost calculator's formula (app/math/cost.py, as
+    GET /api/cost computes it) for this model, this length and this policy."""
     kv = result.kv_cache
     n = len(result.tokens)
     spec = form.cache()
-    cost = compute_cost(
-        CostQuery(
-            preset="smollm2-135m",
-            dtype=DTYPE_NAMES[kv.dtype],
-            seq_len=n,
-            window=spec.window,
-            sinks=spec.sinks if spec.policy == "sinks" else None,
-        )
-    )
+    itemsize = kv.formula_bytes_per_token // (2 * kv.layers * kv.kv_heads * kv.d_head)
+    sinks = spec.policy_used().sinks
     return CacheView(
         rows=kv.positions,
         layers=kv.layers,
         kv_heads=kv.kv_heads,
         d_head=kv.d_head,
-        itemsize=kv.formula_bytes_per_token // (2 * kv.layers * kv.kv_heads * kv.d_head),
-        dtype=kv.dtype,
+        itemsize=itemsize,
+        dtype=DTYPE_NAMES[kv.dtype],
         bytes=kv.bytes,
         bytes_per_token=kv.bytes_per_token,
         formula_bytes_per_token=kv.formula_bytes_per_token,
-        cost_bytes=int(cost.kv_cache_bytes),
+        cost_bytes=kv_cache_bytes(
+            n, kv.layers, kv.kv_heads, kv.d_head, itemsize, window=spec.window, sinks=sinks
+        ),
         tokens=n,
     )
 
@@ -492,7 +488,7 @@ def full_view(
     view = replace(
         view,
         result=result,
-        next_bars=bars(candidate_pairs(result.next)),
+        next_bars=bars(candidate_pairs(result.steps[0].top if result.steps else result.next)),
         unablated_bars=(
             None
             if result.unablated_p is None

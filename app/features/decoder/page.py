@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from app.core.errors import BusyError, InputError, ModelUnavailableError, validation_errors
-from app.core.i18n import N_, gettext
+from app.core.i18n import N_, format_number, gettext
 from app.features.decoder.charts import Bar, LineChart, bars, line_chart, shown_piece
 from app.features.decoder.form import MODEL_HEADS, MODEL_LAYERS, DecoderForm
 from app.features.decoder.measure import DecodeTiming, decode_timing
@@ -48,6 +48,7 @@ ROLE_NAMES = {
     "first": N_("first token"),
     "broad": N_("broad"),
 }
+ROLE_NUMBERS = ("previous", "self", "first", "entropy")
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16"}  # numpy's name → the cost calculator's
 
 
@@ -155,6 +156,7 @@ class DecoderView:
     undo_generate: str | None = None
     all_on: str | None = None
     toggle_head: str | None = None
+    off_names: list[str] = field(default_factory=list)  # the heads switched off, in words
     request_json: dict[str, Any] | None = None
 
     @property
@@ -280,8 +282,7 @@ def one_head(result: DecoderResult, tokens: list[str]) -> HeadStages:
         x=stages.x,
         d_k=stages.d_head,
         scale_factor=stages.scale_factor,
-        query=stages.query,
-    )
+    )  # its query broken down again below, with the tokens as the page labels them
     return head_stages(shown, stages.query.index, prefix="head")
 
 
@@ -316,12 +317,15 @@ def head_grid(
         for head, role in enumerate(row):
             score = None if scores is None else float(scores[layer, head])
             name, value = role_of(dict(role), score)
+            shown = {k: format_number(float(role[k]), 2) for k in ROLE_NUMBERS}
             numbers = gettext(
-                "layer %(layer)s head %(head)s: previous %(previous).2f, self %(self).2f, "
-                "first token %(first).2f, entropy %(entropy).2f nats"
-            ) % {"layer": layer, "head": head, **role}
+                "layer %(layer)s head %(head)s: previous %(previous)s, self %(self)s, "
+                "first token %(first)s, entropy %(entropy)s nats"
+            ) % {"layer": layer, "head": head, **shown}
             if score is not None:
-                numbers += " · " + gettext("induction %(score).2f") % {"score": score}
+                numbers += " · " + gettext("induction %(score)s") % {
+                    "score": format_number(score, 2)
+                }
             cells.append(
                 HeadCell(
                     layer, head, name, value, numbers, view.head_link(layer, head),
@@ -510,6 +514,10 @@ def full_view(
         undo_generate=url("/decoder", form.state(generate=0)) if form.generate else None,
         all_on=url("/decoder", form.state(off=[])) if off else None,
         toggle_head=url("/decoder", form.state(off=toggled)),
+        off_names=[
+            gettext("layer %(layer)s head %(head)s") % {"layer": a, "head": b}
+            for a, b in sorted(off)
+        ],
         request_json=req.model_dump(exclude_defaults=True),
     )
     return replace(

@@ -42,11 +42,12 @@ LONG_TEXT = (
 INDUCTION = RepeatSpec(length=24, seed=0)
 INDUCTION_SHOWN = 6  # the strongest heads listed
 INDUCTION_LABEL = 0.4  # a score above this marks the head "induction" in the grid
-ROLE_NAMES = {
-    "previous": N_("previous"),
+ROLE_NAMES = {  # as the grid's cells name them, short (the legend says them in full)
+    "previous": N_("prev."),
     "self": N_("self"),
-    "first": N_("first token"),
+    "first": N_("first"),
     "broad": N_("broad"),
+    "induction": N_("induct."),
 }
 ROLE_NUMBERS = ("previous", "self", "first", "entropy")
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16"}  # numpy's name → the cost calculator's
@@ -77,7 +78,8 @@ class HeadCell:
 
     layer: int
     head: int
-    role: str  # the translated role shown, or "" when it has none
+    role: str  # the role's key in ROLE_NAMES, or "" when it has none
+    name: str  # the role as the cell shows it, translated
     value: float | None  # that role's mean weight (or the induction score)
     numbers: str  # previous, self, first, entropy, induction: the cell's title
     link: str
@@ -290,13 +292,13 @@ def role_of(role: dict[str, Any], induction: float | None) -> tuple[str, float |
     """The role a grid cell names: induction when the test found it, else the strongest of
     previous, self and first token, else broad."""
     if induction is not None and induction > INDUCTION_LABEL:
-        return gettext("induction"), induction
+        return "induction", induction
     named = [label for label in role["labels"] if label in ("previous", "self", "first")]
     if named:
         best = max(named, key=lambda label: role[label])
-        return gettext(ROLE_NAMES[best]), role[best]
+        return best, role[best]
     if "broad" in role["labels"]:
-        return gettext(ROLE_NAMES["broad"]), None
+        return "broad", None
     return "", None
 
 
@@ -316,7 +318,7 @@ def head_grid(
         cells = []
         for head, role in enumerate(row):
             score = None if scores is None else float(scores[layer, head])
-            name, value = role_of(dict(role), score)
+            kind, value = role_of(dict(role), score)
             shown = {k: format_number(float(role[k]), 2) for k in ROLE_NUMBERS}
             numbers = gettext(
                 "layer %(layer)s head %(head)s: previous %(previous)s, self %(self)s, "
@@ -328,7 +330,8 @@ def head_grid(
                 }
             cells.append(
                 HeadCell(
-                    layer, head, name, value, numbers, view.head_link(layer, head),
+                    layer, head, kind, gettext(ROLE_NAMES[kind]) if kind else "", value, numbers,
+                    view.head_link(layer, head),
                     (layer, head) in off, (layer, head) == chosen,
                 )
             )  # fmt: skip

@@ -5,6 +5,7 @@ the heads' roles, the induction test and heads switched off. Computed once per r
 long text's three runs and the induction test do not depend on the prompt and are kept."""
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +26,7 @@ from app.features.stages.results import OneHead
 from app.features.stages.schemas import CacheSpec
 from app.figures.heatmap import Heatmap, HeatmapGroup, weights_scale
 from app.math.cost import kv_cache_bytes
+from app.math.llama import keep_going
 from app.settings import Settings
 from app.web.classroom import url
 from app.web.pages import Page, Problem
@@ -440,9 +442,14 @@ def chosen_query(form: DecoderForm, loaded: LoadedDecoder) -> tuple[int | None, 
 
 
 def decoder_page(
-    form: DecoderForm, problems: list[Problem], notes: list[str], settings: Settings
+    form: DecoderForm,
+    problems: list[Problem],
+    notes: list[str],
+    settings: Settings,
+    check: Callable[[], None] = keep_going,
 ) -> Page:
-    """Everything /decoder shows for one state, computed once; what cannot be used is said."""
+    """Everything /decoder shows for one state, computed once; what cannot be used is said.
+    `check` is called between the model's layers and may raise to abandon the work."""
     form = form.snapped()
     view = DecoderView(form=form)
     try:
@@ -458,7 +465,7 @@ def decoder_page(
             query, note = chosen_query(form, loaded)
             notes = [*notes, note] if note else notes
             req = form.request(query)
-            result = compute_decoder(req, settings)
+            result = compute_decoder(req, settings, check)
         except (InputError, ValidationError) as error:
             problems = [*problems, *problem_of(error)]
         else:

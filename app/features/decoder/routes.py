@@ -1,10 +1,12 @@
 """A real decoder, its cache and its next token: POST /api/decoder, GET /api/decoder/measure."""
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from app.features.decoder.form import DecoderForm
 from app.features.decoder.measure import DecodeTiming, decode_timing
@@ -34,6 +36,8 @@ async def preload(app: FastAPI) -> AsyncIterator[None]:
 
 api = APIRouter(prefix="/api", tags=["api"], lifespan=preload)
 pages = APIRouter(include_in_schema=False)
+DISCONNECT_POLL_S = 0.02
+CLIENT_GONE = 499  # nginx's "client closed request": nobody reads it, the log line does
 DECODER_ERRORS = {
     **ERRORS,
     503: {"model": ErrorResponse, "description": "Model not installed, or still loading"},
@@ -65,14 +69,37 @@ async def decoder_measure(settings: SettingsDep) -> JSONResponse:
     return JSONResponse(await timing.get())
 
 
+class ReaderGone(Exception):  # noqa: N818 (not an error: the reader asked for something newer)
+    """The request's client disconnected: its page is no longer wanted."""
+
+
 @pages.get("/decoder", response_class=HTMLResponse)
-def decoder_html(request: Request, settings: SettingsDep) -> HTMLResponse:
-    page = decoder_page(*DecoderForm.read(request.query_params), settings)
+async def decoder_html(request: Request, settings: SettingsDep) -> Response:
+    """The page, computed in a worker thread. Async so that, while it computes, a reader who
+    typed on (live.js aborts the older request, closing its connection) stops the model
+    between two layers rather than leaving it to finish a page nobody will see."""
+    gone = threading.Event()
+
+    def check() -> None:
+        if gone.is_set():
+            raise ReaderGone
+
+    async def watch() -> None:
+        while not await request.is_disconnected():
+            await anyio.sleep(DISCONNECT_POLL_S)
+        gone.set()
+
+    form = DecoderForm.read(request.query_params)
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            page = await anyio.to_thread.run_sync(lambda: decoder_page(*form, settings, check))
+            tasks.cancel_scope.cancel()
+    except ReaderGone:
+        return Response(status_code=CLIENT_GONE)
     response = respond(request, page)
     if page.view.status and request.query_params.get(FRAGMENT) != "1":
-        response.status_code = (
-            page.view.status
-        )  # the server lacks the model: not the reader's input
+        response.status_code = page.view.status  # the server lacks the model, not the reader
         if page.view.retry_after:
             response.headers["Retry-After"] = str(page.view.retry_after)
     return response

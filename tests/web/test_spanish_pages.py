@@ -40,6 +40,7 @@ PAGES = [
     "/kernel?cache=sinks&cache_window=2&sinks=1&decode_step=2&order=fa1",
     "/model",
     "/model?text=a+b&compare=a+c&ablate=0.1",
+    "/decoder?go=generate&method=sample&policy=sinks&off=17.4&layer=17&head=4",
     "/lessons",
     "/embed?src=/heads",
 ]

@@ -119,6 +119,12 @@ class PageForm(BaseModel):
         except ValidationError:  # a rule between fields: every field at its default
             return cls(), problems, notes
 
+    def without(self, *names: str) -> Self:
+        """The same form with these fields at their defaults: what a page computes instead of
+        input its service could not use."""
+        fields = type(self).model_fields
+        return self.model_copy(update={name: fields[name].default for name in names})
+
 
 def max_length(field: Any) -> int | None:
     return next((m.max_length for m in field.metadata if hasattr(m, "max_length")), None)

@@ -15,10 +15,11 @@ from app.features.heads.schemas import HeadsResult
 from app.features.heads.service import compute_heads
 from app.features.stages.page import head_stages
 from app.features.stages.service import PositionDemo, position_demo
+from app.figures.charts import Chart, Series, log_log_lines
 from app.math.scaling import saturation
 from app.settings import Settings
 from app.web.classroom import url
-from app.web.figures import Series, TitledFigure, heatmap, log_log_lines
+from app.web.figures import TitledFigure, heatmap
 from app.web.multiples import small_multiples
 from app.web.pages import Page, Problem
 
@@ -67,17 +68,24 @@ def heads_figures(result: HeadsResult, selected: int) -> dict[str, Any]:
     }
 
 
-def scaling_figures(curves: dict[str, list]) -> dict[str, TitledFigure]:
+def scaling_figures(curves: dict[str, list]) -> dict[str, Chart]:
     """The √d_k panel: four measures against d_k, with and without the division."""
     d_k = curves["d_k"]
 
-    def pair(measure: str, title: str, y_title: str) -> TitledFigure:
+    def pair(measure: str, title: str, y_title: str) -> Chart:
         series = [
             Series("÷ √d_k", curves[f"scaled_{measure}"]),
             Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
         ]
-        fig = log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
-        return TitledFigure(fig, title, [])
+        return log_log_lines(
+            f"fig-scaling-{measure}",
+            d_k,
+            series,
+            title=title,
+            y_title=y_title,
+            x_title="d_k",
+            mode="lines+markers",
+        )
 
     return {
         "score_std": pair(
@@ -101,7 +109,7 @@ class HeadsView:
     kv_head_choices: list[int]
     grouped_query: int | None  # the grouped-query preset's g, when h allows one
     scaling: dict[str, list[float]]  # the √d_k panel's measurements
-    scaling_figures: dict[str, TitledFigure]
+    scaling_figures: dict[str, Chart]
     result: HeadsResult | None = None
     request_json: dict[str, Any] | None = None
     groups: list[list[int]] | None = None  # query heads by the key/value head they share

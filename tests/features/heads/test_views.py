@@ -19,6 +19,7 @@ from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
 from app.web.pages import Page
+from tests.web.test_charts import assert_valid_chart
 from tests.web.test_figures import panel
 
 
@@ -178,5 +179,5 @@ def test_scaling_figures_are_valid_plotly() -> None:
     figures = scaling_figures(saturation(seed=0))
     assert set(figures) == {"score_std", "max_weight", "entropy_bits", "gradient"}
     for shown in figures.values():
-        go.Figure(shown.fig)
-        assert [t["name"] for t in shown.fig["data"]] == ["÷ √d_k", "raw Q·K"]
+        assert_valid_chart(shown)
+        assert [t["name"] for t in shown.figure["data"]] == ["÷ √d_k", "raw Q·K"]

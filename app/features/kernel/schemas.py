@@ -13,6 +13,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.core.i18n import gettext
 from app.core.limits import HARD_MAX_TOKENS, MAX_COUNTED_LENGTH
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.schemas import AttentionRequest
@@ -80,9 +81,11 @@ class TiledRequest(KernelRequest):
         if self.sram_elements is not None and self.block_q is not None and self.block_k is not None:
             raise field_error(
                 "sram_with_blocks",
-                "sram_elements sets the tile sizes (b_k = ⌈M / 4d⌉, b_q = min(b_k, d)), but "
-                "block_q and block_k are given too; leave out sram_elements, or one or both "
-                "block sizes",
+                gettext(
+                    "sram_elements sets the tile sizes (b_k = ⌈M / 4d⌉, b_q = min(b_k, d)), but "
+                    "block_q and block_k are given too; leave out sram_elements, or one or both "
+                    "block sizes"
+                ),
                 "sram_elements",
             )
         return self
@@ -91,12 +94,18 @@ class TiledRequest(KernelRequest):
     @classmethod
     def at_least_one_row(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value < 1:
-            kind = "query" if info.field_name == "block_q" else "key"
-            raise PydanticCustomError(
-                "block_too_small",
-                f"{info.field_name} is {value} but a tile needs at least one {kind} row; "
-                "use 1 or more (a size of n or more makes a single block)",
+            sentence = (
+                gettext(
+                    "block_q is %(value)s but a tile needs at least one query row; use 1 or "
+                    "more (a size of n or more makes a single block)"
+                )
+                if info.field_name == "block_q"
+                else gettext(
+                    "block_k is %(value)s but a tile needs at least one key row; use 1 or "
+                    "more (a size of n or more makes a single block)"
+                )
             )
+            raise PydanticCustomError("block_too_small", sentence % {"value": value})
         return value
 
 
@@ -122,22 +131,29 @@ class CacheSpec(BaseModel):
         if self.policy != "full" and self.window is None:
             raise field_error(
                 "window_missing",
-                f"the {self.policy} policy keeps the last w positions; give window, a whole "
-                "number of 1 or more",
+                gettext(
+                    "a %(policy)s policy keeps the last w positions; give window, a whole "
+                    "number of 1 or more"
+                )
+                % {"policy": self.policy},
                 "window",
             )
         if self.policy == "full" and self.window is not None:
             raise field_error(
                 "window_unused",
-                "the full policy keeps every position, so a window has no effect; use policy "
-                '"window" or "sinks", or leave window out',
+                gettext(
+                    "the full policy keeps every position, so a window has no effect; use "
+                    'policy "window" or "sinks", or leave window out'
+                ),
                 "window",
             )
         if self.policy != "sinks" and self.sinks is not None:
             raise field_error(
                 "sinks_unused",
-                'sinks are kept only by the "sinks" policy; set policy to "sinks", or leave '
-                "sinks out",
+                gettext(
+                    'sinks are kept only by the "sinks" policy; set policy to "sinks", or '
+                    "leave sinks out"
+                ),
                 "sinks",
             )
         return self

@@ -2,29 +2,28 @@
 and where each walk-through stands. The head itself is the lab's state (app/features/lab),
 read from the same query string by the lab."""
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from app.core.limits import HARD_MAX_TOKENS
 from app.features.kernel.schemas import MAX_SRAM_ELEMENTS
+from app.math import decoding as dc
+from app.math import flash as fl
 from app.web.pages import PageForm, Whole
 
 LAST_STEP = 10**6  # a step past the end shows the last one
 DEFAULT_CACHE_WINDOW = 2  # a window or sinks policy whose window is left empty
 DEFAULT_SINKS = 1
 
-Order = Literal["fa2", "fa1"]
-Policy = Literal["full", "window", "sinks"]
-
 
 class KernelForm(PageForm):
     block_q: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
     block_k: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
-    order: Order = "fa2"
+    order: fl.LoopOrder = "fa2"
     sram_elements: Whole | None = Field(None, ge=1, le=MAX_SRAM_ELEMENTS)
     prompt: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
-    cache: Policy = "full"
+    cache: dc.Policy = "full"
     cache_window: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
     sinks: Whole | None = Field(None, ge=0, le=HARD_MAX_TOKENS)
     step: Whole = Field(0, ge=0, le=LAST_STEP)

@@ -1,7 +1,7 @@
 """The request shapes of POST /api/kernel/tiled and /api/kernel/decode (their results are
 in results.py)."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import (
     BaseModel,
@@ -18,6 +18,7 @@ from app.core.limits import HARD_MAX_TOKENS, MAX_COUNTED_LENGTH
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.schemas import AttentionRequest
 from app.features.stages.schemas import CacheSpec, Width, field_error
+from app.math import flash as fl
 
 MAX_SRAM_ELEMENTS = 2**24  # 16 Mi numbers: far more on-chip memory than any GPU has
 DEFAULT_CHART_SRAM = 100_000  # about 192 KiB of on-chip memory per SM, in fp16 numbers
@@ -64,7 +65,7 @@ class TiledRequest(KernelRequest):
     block_k: Annotated[int, Field(strict=True)] | None = Field(
         None, description="Key rows per tile, b_k ≥ 1 (≥ n: one block); default ⌈n / 2⌉."
     )
-    order: Literal["fa1", "fa2"] = Field(
+    order: fl.LoopOrder = Field(
         "fa2",
         description="Loop order: fa1, key/value blocks outside with O, l, m written back every "
         "step (FlashAttention-1); fa2, query blocks outside with one rescale at the end "

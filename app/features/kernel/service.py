@@ -98,7 +98,7 @@ def traffic_curve(d: int, sram: int) -> TrafficCurve:
     attention and both orders, full and causal, blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
 
-    def totals(order: fl.Order, causal: bool) -> list[int]:
+    def totals(order: fl.LoopOrder, causal: bool) -> list[int]:
         return [fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS]
 
     return TrafficCurve(
@@ -116,7 +116,7 @@ def long_traffic(n: int, d: int, sram: int) -> LongTraffic:
     standard attention; blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
 
-    def counted(order: fl.Order, causal: bool) -> fl.Traffic:
+    def counted(order: fl.LoopOrder, causal: bool) -> fl.Traffic:
         return fl.counted_traffic(n, b_r, b_c, d, d, order, causal)
 
     std = fl.standard_traffic(n, d, d)

@@ -389,7 +389,7 @@ class KernelView:
     tiled: TiledResult
     decode: DecodeResult
     form: KernelForm  # as used: a field the page could not use is back at its default
-    block_fields: dict[str, int | str]  # what the tile-size fields hold ("" while M sets it)
+    block_fields: dict[str, int | str]  # sizes as given; "" when not
     tile: TileView
     dec: DecodeView
     tiled_links: StepLinks
@@ -442,14 +442,13 @@ def run_decode(
 def kernel_state(
     lab_params: list[tuple[str, Any]], tiled: TiledResult, decode: DecodeResult, form: KernelForm
 ) -> list[tuple[str, Any]]:
-    """The canonical state: the lab's, then what the walk-throughs used (the tile sizes
-    unless M chose them, the prompt, the cache policy with what it uses), and the steps."""
+    """The canonical state: the lab's, then what the walk-throughs used (M and the tile sizes
+    as given: a size not given follows n; the prompt, the cache policy with what it uses),
+    and the steps."""
     state = [*lab_params, ("order", tiled.order)]
-    if tiled.sram_elements is None:
-        state += [("block_q", tiled.block_q), ("block_k", tiled.block_k)]
-    else:
-        given = [(k, getattr(form, k)) for k in ("block_q", "block_k")]
-        state += [("sram_elements", tiled.sram_elements), *((k, v) for k, v in given if v)]
+    if tiled.sram_elements is not None:
+        state.append(("sram_elements", tiled.sram_elements))
+    state += [(k, getattr(form, k)) for k in ("block_q", "block_k") if getattr(form, k)]
     cache = decode.cache
     state += [("prompt", decode.prompt), ("cache", cache.policy)]
     if cache.policy != "full":
@@ -478,12 +477,9 @@ def kernel_page(
         }
     )
     state = kernel_state(lab.params, tiled, decode, form)
-    # A size left empty while M sets the sizes stays empty (the size used is its
-    # placeholder): filled in, the next edit would send M and both sizes, which are refused.
-    block_fields = {
-        k: getattr(tiled, k) if tiled.sram_elements is None else getattr(form, k) or ""
-        for k in ("block_q", "block_k")
-    }
+    # A size left empty stays empty (the size used is its placeholder): it follows n, and
+    # filled in, an edit of M would send M and both sizes, which are refused.
+    block_fields = {k: getattr(form, k) or "" for k in ("block_q", "block_k")}
     view = KernelView(
         tokens_text=" ".join(tiled.tokens),
         mask=lab.state.mask,

@@ -669,3 +669,29 @@ def test_window_layers_past_the_layer_count_says_the_count_without_a_plural(
     assert error["msg"] == (
         "window_layers is 2, more than the model's layer count (1); use at most 1"
     )
+
+
+@pytest.mark.parametrize(
+    ("typed", "english", "spanish"),
+    [
+        ("²", "seq_len must be a whole number such as 2, not &#34;²&#34;", "número entero"),
+        ("1,000", "not &#34;1,000&#34;", "no &#34;1,000&#34;"),
+        ("٣", "not &#34;٣&#34;", "no &#34;٣&#34;"),
+        ("9" * 5_000, "not &#34;99999999999999999999…&#34;", "número entero"),
+        ("0", "seq_len is 0 but must be at least 1", "seq_len vale 0 pero debe ser al menos 1"),
+    ],
+)
+def test_strict_numbers_are_problems_never_500s(
+    client: TestClient, typed: str, english: str, spanish: str
+) -> None:
+    """The one rule for numbers in a query string: a page of 422 with the sentence beside
+    the seed's table, and the live fragment 200 carrying the 422 and the state it used."""
+    page = client.get("/cost", params={"seq_len": typed})
+    assert page.status_code == 422
+    assert english in page.text
+    assert f"{SEED_TABLE[0][1]:,}" in page.text  # the table of the default length instead
+    live = client.get("/cost", params={"seq_len": typed, "fragment": "1", "lang": "es"})
+    assert (live.status_code, live.headers["x-input-status"]) == (200, "422")
+    assert live.headers["x-page-state"].startswith("seq_len=4096&")
+    assert spanish in live.text
+    assert "<html" not in live.text  # the fragment only

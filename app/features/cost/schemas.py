@@ -2,22 +2,20 @@
 and the typed results of GET /api/cost and /api/cost/models."""
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
-    model_validator,
 )
 
 from app.core.limits import MAX_COUNT, MAX_SEQ_LEN
-from app.web.pages import Decimal, Whole
+from app.web.pages import BlankIsAbsent, Decimal, Whole
 
 Count = Annotated[Whole, Field(ge=1, le=MAX_COUNT)]
 
 
-class CostQuery(BaseModel):
+class CostQuery(BlankIsAbsent):
     """GET /api/cost and the /cost page: one attention configuration at one length.
 
     Query parameters, so values arrive as text, and numbers are read by the one rule for
@@ -77,14 +75,6 @@ class CostQuery(BaseModel):
     preset: str | None = Field(
         None, max_length=64, description="A model id from GET /api/cost/models."
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def empty_means_absent(cls, data: Any) -> Any:
-        """A blank form field (`window=`) is a field left out, not the text ""."""
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v != ""}
-        return data
 
 
 # ---------------------------------------------------------------- the typed results

@@ -4,20 +4,20 @@ read from the same query string by the lab."""
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from app.core.limits import HARD_MAX_TOKENS
 from app.features.kernel.schemas import MAX_SRAM_ELEMENTS
 from app.math import decoding as dc
 from app.math import flash as fl
-from app.web.pages import PageForm, Whole
+from app.web.pages import BlankIsAbsent, PageForm, Whole
 
 LAST_STEP = 10**6  # a step past the end shows the last one
 DEFAULT_CACHE_WINDOW = 2  # a window or sinks policy whose window is left empty
 DEFAULT_SINKS = 1
 
 
-class KernelForm(PageForm):
+class KernelForm(PageForm, BlankIsAbsent):
     block_q: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
     block_k: Whole | None = Field(None, ge=1, le=HARD_MAX_TOKENS)
     order: fl.LoopOrder = "fa2"
@@ -28,14 +28,6 @@ class KernelForm(PageForm):
     sinks: Whole | None = Field(None, ge=0, le=HARD_MAX_TOKENS)
     step: Whole = Field(0, ge=0, le=LAST_STEP)
     decode_step: Whole = Field(0, ge=0, le=LAST_STEP)
-
-    @model_validator(mode="before")
-    @classmethod
-    def empty_means_absent(cls, data: Any) -> Any:
-        """A field left empty in the form (`block_q=`) is a field not given."""
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v != ""}
-        return data
 
     def tiling(self) -> dict[str, Any]:
         """The /api/kernel/tiled fields this form gives (the rest take the API's defaults)."""

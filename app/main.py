@@ -21,11 +21,12 @@ from app.settings import Settings, environment_settings
 from app.web import errors, health
 from app.web.cache import AnswerCache
 from app.web.classroom import ClassroomMiddleware
+from app.web.deps import ClientLeftError
 from app.web.edge import Edge
 from app.web.requestlog import configure_logging
 from app.web.static import StaticFiles
 
-FEATURES = (lab, walkthrough, heads, cost, kernel, model, classroom, docs)
+FEATURES = (lab, walkthrough, heads, cost, kernel, model, decoder, classroom, docs)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -52,12 +53,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(BusyError, errors.busy_handler)
     application.add_exception_handler(ModelUnavailableError, errors.model_unavailable_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
+    application.add_exception_handler(ClientLeftError, errors.client_left_handler)
     for feature in FEATURES:
         application.include_router(feature.pages)
     for feature in FEATURES:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
-    application.include_router(decoder.api)  # its page comes later
     application.include_router(health.router)
     # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
     # the query for the templates to carry on), the answer cache (plain answers), compression

@@ -24,7 +24,7 @@ VIEWPORTS = {"desktop": (1280, 800), "projector": (1280, 720), "phone": (390, 84
 
 
 def printed(value: float | None, digits: int = 3) -> str:
-    """A number as the pages print it (app.web.figures.fmt): a true minus sign, no −0.000;
+    """A number as the pages print it (app.web.templating.fmt): a true minus sign, no −0.000;
     None (the API's −∞: a running maximum over keys all hidden so far) is −∞."""
     if value is None:
         return "−∞"

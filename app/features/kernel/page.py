@@ -19,7 +19,8 @@ from app.features.kernel.results import DecodeResult, DecodeStep, TiledResult, T
 from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.kernel.traffic import TrafficView, traffic_view
-from app.features.lab.page import MASK_MODES, LabPage
+from app.features.lab.form import MASK_MODES
+from app.features.lab.page import LabHead
 from app.features.stages.page import FULL_TABLES_UP_TO, HeadStages, head_stages
 from app.figures.heatmap import (
     Heatmap,
@@ -462,12 +463,12 @@ def kernel_page(
     form: KernelForm,
     problems: list[Problem],
     notes: list[str],
-    lab: LabPage,
+    lab: LabHead,
     settings: Settings,
 ) -> Page:
     """Both walk-throughs of the lab's state, each at the step the URL names; what cannot be
     used is said, and shown with its default instead."""
-    request = lab.state.to_request().model_dump(exclude_none=True)
+    request = lab.form.request().model_dump(exclude_none=True)
     tiled, form, tiling_problems = run_tiled(request, form, settings)
     decode, form, decoding_problems = run_decode(request, form, settings)
     form = form.model_copy(
@@ -476,17 +477,17 @@ def kernel_page(
             "decode_step": min(form.decode_step, len(decode.steps)),
         }
     )
-    state = kernel_state(lab.params, tiled, decode, form)
+    state = kernel_state(lab.state, tiled, decode, form)
     # A size left empty stays empty (the size used is its placeholder): it follows n, and
     # filled in, an edit of M would send M and both sizes, which are refused.
     block_fields = {k: getattr(form, k) or "" for k in ("block_q", "block_k")}
     view = KernelView(
         tokens_text=" ".join(tiled.tokens),
-        mask=lab.state.mask,
-        window=lab.state.window,
+        mask=lab.form.mask,
+        window=lab.form.window,
         modes=[(value, gettext(label)) for value, label in MASK_MODES],
-        hidden_state=[(k, v) for k, v in lab.params if k not in SHOWN_LAB_FIELDS],
-        lab_link="/?" + state_query(lab.params),
+        hidden_state=[(k, v) for k, v in lab.state if k not in SHOWN_LAB_FIELDS],
+        lab_link="/?" + state_query(lab.state),
         tiled=tiled,
         decode=decode,
         form=form,
@@ -500,12 +501,11 @@ def kernel_page(
         traffic=traffic_view(tiled, form.step),
         stages=head_stages(lab.result.head()),
     )
-    lab_problems = [Problem("", sentence) for sentence in lab.problems]
     return Page(
         template="kernel/kernel.html",
         fragment="kernel/_live.html",
         view=view,
-        problems=[*problems, *lab_problems, *tiling_problems, *decoding_problems],
+        problems=[*problems, *lab.problems, *tiling_problems, *decoding_problems],
         notes=[*notes, *lab.notes],
         state=state,
     )

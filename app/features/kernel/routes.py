@@ -1,7 +1,5 @@
 """Inside the kernel: POST /api/kernel/tiled, POST /api/kernel/decode and the page /kernel."""
 
-from typing import Annotated
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -10,16 +8,14 @@ from app.features.kernel.page import kernel_page
 from app.features.kernel.results import DecodeResult, TiledResult
 from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
-from app.features.lab.page import lab_page
-from app.features.lab.state import LabParams
-from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
+from app.features.lab.form import LabForm
+from app.features.lab.page import lab_head
+from app.web.deps import ERRORS, SettingsDep
 from app.web.pages import respond
 from app.web.responses import JSONResponse
 
 api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
-# The lab's state, its long texts cut to what this server uses (and said so), as the lab reads it.
-LabQuery = Annotated[PageQuery, page_query(LabParams, *KernelForm.model_fields)]
 
 
 @api.post("/kernel/tiled", response_model=TiledResult, responses=ERRORS)
@@ -35,7 +31,7 @@ def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
 
 
 @pages.get("/kernel", response_class=HTMLResponse)
-def kernel_html(request: Request, lab_query: LabQuery, settings: SettingsDep) -> HTMLResponse:
+def kernel_html(request: Request, settings: SettingsDep) -> HTMLResponse:
     """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
-    lab = lab_page(lab_query.items, settings)
+    lab = lab_head(*LabForm.read(request.query_params), settings)
     return respond(request, kernel_page(*KernelForm.read(request.query_params), lab, settings))

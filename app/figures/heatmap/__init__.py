@@ -55,7 +55,7 @@ colour bar: `categorical_scale([("#ececf1", gettext("not computed yet")), …], 
 `svg_document(figure)` is the SVG a download gives; `png_bytes(heatmap)` the cells as PNG.
 """
 
-from app.figures.heatmap.model import Heatmap, HeatmapGroup
+from app.figures.heatmap.model import Heatmap, HeatmapGroup, PanelSection
 from app.figures.heatmap.raster import png_bytes
 from app.figures.heatmap.scale import (
     DIVERGING,
@@ -77,6 +77,7 @@ __all__ = [
     "VIRIDIS",
     "Heatmap",
     "HeatmapGroup",
+    "PanelSection",
     "Scale",
     "categorical_scale",
     "png_bytes",

@@ -7,6 +7,7 @@ long text's three runs and the induction test do not depend on the prompt and ar
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ ROLE_NAMES = {  # as the grid's cells name them, short (the legend says them in 
     "broad": N_("broad"),
     "induction": N_("induct."),
 }
+LAYER_MARK, HEAD_MARK = 987654321, 876543210  # placeholders in a link, never real values
 ROLE_NUMBERS = ("previous", "self", "first", "entropy")
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16"}  # numpy's name → the cost calculator's
 
@@ -188,8 +190,17 @@ class DecoderView:
         prompt = self.result.tokens[: self.result.prompt_length]
         return last + [(str(i), f"{i}: {shown_piece(t)}") for i, t in enumerate(prompt)]
 
+    @cached_property
+    def _head_link_parts(self) -> tuple[str, str]:
+        """This state's link with {layer} and {head} to fill in, encoded once: the grid has
+        270 links."""
+        marked = url("/decoder", self.form.state(layer=LAYER_MARK, head=HEAD_MARK, query=None))
+        before, rest = marked.split(str(LAYER_MARK), 1)
+        return before, rest
+
     def head_link(self, layer: int, head: int) -> str:
-        return url("/decoder", self.form.state(layer=layer, head=head, query=None))
+        before, rest = self._head_link_parts
+        return f"{before}{layer}{rest}".replace(str(HEAD_MARK), str(head), 1)
 
 
 # ---------------------------------------------------------------- runs kept per process

@@ -4,16 +4,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
-from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.core.i18n import use_locale
 from app.core.rules import grouped_query_kv_heads
 from app.features.heads.form import HeadsForm
 from app.features.heads.page import HeadsView, heads_page, scaling_figures, scaling_view
-from app.features.lab.page import LabPage, lab_page
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
 from app.features.stages.schemas import MaskSpec
@@ -21,6 +18,7 @@ from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
 from app.web.pages import Page
+from tests.web.test_charts import assert_valid_chart
 
 
 def page(**params: Any) -> Page:
@@ -223,44 +221,12 @@ def test_page_problems_become_messages_not_errors() -> None:
     assert messages(text=" ".join(["w"] * 33))[0].startswith("text has 33 tokens")
 
 
-# ---------------------------------------------------------------- position on the head lab
-
-
-def lab(**params: str) -> LabPage:
-    return lab_page(list(params.items()), Settings())
-
-
-@pytest.mark.parametrize(
-    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
-)
-def test_the_lab_shows_whether_shuffling_changes_the_output(
-    positional: str, equivariant: bool
-) -> None:
-    page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
-    assert page.ok
-    assert page.result.positional == positional
-    assert page.demo is not None
-    assert page.demo.equivariant is equivariant
-    assert [r["token"] for r in page.demo.repeats] == ["the", "cat"]
-    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo.repeats)
-    assert (("positional", positional) in page.params) is (positional != "none")
-
-
-def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
-    assert lab(positional="learned").problems == [
-        "positional: “learned” is not one of none, sinusoidal, rope"
-    ]
-    response = client.get("/?tokens=a+b&d_k=3&positional=rope")
-    assert response.status_code == 422
-    assert "d_k is 3 (odd)" in response.text
-
-
 def test_scaling_figures_are_valid_plotly() -> None:
     figures = scaling_figures(saturation(seed=0))
     assert set(figures) == {"score_std", "max_weight", "entropy_bits", "gradient"}
     for shown in figures.values():
-        go.Figure(shown.fig)
-        assert [t["name"] for t in shown.fig["data"]] == ["÷ √d_k", "raw Q·K"]
+        assert_valid_chart(shown)
+        assert [t["name"] for t in shown.figure["data"]] == ["÷ √d_k", "raw Q·K"]
 
 
 @pytest.mark.parametrize("seed", [0, 5, 1999])

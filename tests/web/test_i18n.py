@@ -48,7 +48,7 @@ def spanish():
 
 def test_extraction_finds_the_templates_and_the_app() -> None:
     found = extracted_messages()
-    assert {"Attention Lab", "Presenter mode", "Head lab", "The worked example"} <= found
+    assert {"Attention Lab", "Presenter mode", "Head lab", "One head: the worked example"} <= found
 
 
 def _forms(string: str | tuple[str, ...]) -> tuple[str, ...]:

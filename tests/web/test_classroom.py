@@ -224,7 +224,8 @@ def test_the_worked_example_lessons_say_the_apis_numbers(client) -> None:
     assert scaled == "0.707, 0, 0.707"
     assert "gives 0.707, 0 and 0.707" in one_head
     assert f"into {weights[0]} and {weights[1]}" in one_head
-    assert output in one_head and output in softmax
+    assert output in one_head
+    assert output in softmax
     assert f"{weights[0]} for “The”, {weights[1]} for itself and 0 for “sleeps”" in softmax
     v_the, v_cat = (str(row).replace("1.0", "1").replace("-", "−") for row in answer["v"][:2])
     assert f"{weights[0]} × {v_the} + {weights[1]} × {v_cat} = {output}" in softmax

@@ -62,11 +62,34 @@ class Settings(BaseSettings):
         description="Time a request's head may take to arrive (from the connection opening "
         "or the request's first byte); slower gets 408 and the connection closed.",
     )
-    body_timeout_seconds: float = Field(
-        30.0,
+    min_transfer_rate: int = Field(
+        1024,
+        ge=1,
+        description="Slowest a request body may arrive, and an answer be read, in bytes a "
+        "second over every `transfer_window_seconds`: a slower body gets 408, a slower reader "
+        "has its connection closed.",
+    )
+    transfer_window_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="The window over which `min_transfer_rate` is measured.",
+    )
+    client_buffer_bytes: int = Field(
+        64 * 2**20,
+        ge=1_000_000,
+        description="Per worker, for request bodies still arriving, and apart for answers "
+        "their clients have not read yet: past it a new body gets 503, and the connection that "
+        "has read least recently is closed while a new request waits up to a second for room "
+        "(then 503).",
+    )
+    shutdown_grace_seconds: float = Field(
+        20.0,
         gt=0,
         le=600,
-        description="Time a request's body may take to arrive after its head; slower gets 408.",
+        description="On SIGTERM, how long requests in progress have to finish before their "
+        "workers are stopped (keep it under the orchestrator's own grace period: Kubernetes "
+        "waits 30 s by default).",
     )
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio",
@@ -87,8 +110,16 @@ class Settings(BaseSettings):
     max_concurrent_requests: int = Field(
         256,
         ge=1,
-        description="Requests in progress per worker; more get 503 with Retry-After "
-        "(/healthz and /readyz excepted).",
+        description="Requests in progress per worker (their bodies read), computing or waiting "
+        "for one of the `compute_slots`; more get 503 with Retry-After (/healthz excepted).",
+    )
+    compute_slots: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="Requests a worker computes at once; the others wait their turn, in the "
+        "order they came. Each may hold an answer of up to `answer_budget_bytes` while it is "
+        "made, so this bounds that memory; /readyz says busy while every slot is taken.",
     )
     answer_budget_bytes: int = Field(
         16_000_000,

@@ -10,10 +10,12 @@ import re
 from collections.abc import Iterator
 from html import unescape
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from babel.messages.pofile import read_po
 from fastapi.testclient import TestClient
 
 from app.core.i18n import catalog, format_number, format_size, format_vector, use_locale
@@ -42,7 +44,9 @@ PAGES = [
     "/model",
     "/model?text=a+b&compare=a+c&ablate=0.1",
     "/lessons",
+    "/lessons?present=1",
     "/embed?src=/heads",
+    "/docs",
 ]
 # Figure fields a reader sees: titles, legends, labels, hover text, annotations.
 SHOWN_KEYS = {"text", "name", "hovertemplate", "customdata", "ticktext", "hovertext"}
@@ -495,3 +499,49 @@ def json_strings(value: Any, key: str = "") -> Iterator[str]:
             yield from json_strings(v, key)
     elif isinstance(value, str):
         yield value
+
+
+# ---------------------------------------------------------------- one voice: tú
+
+# The usted forms a translation slips into ("Elija", "Siga", "escriba"…), as imperatives: not
+# after "que" (up to two words on) or "se", where the same words are a subjunctive ("deja que
+# cada token mire").
+USTED = re.compile(
+    r"(?<!que )(?<!se )(?<!\w)(usted|ustedes|elija|siga|escriba|use|cambie|pulse|abra|ponga|"
+    r"compare|mire|vea|pruebe|haga|introduzca|pegue|añada|deje|cierre|señale|observe|fíjese|"
+    r"escoja|seleccione|indique|quite|lea|cuente|recorra|pase|copie|tome|intente|vuelva|"
+    r"empiece|adivine|dé|prepare|reparta|acórtelo|baraje)(?!\w)",
+    re.I,
+)
+# The catalogs of the shell every page shares; the features' catalogs are their owners'.
+ONE_VOICE = ("shared", "classroom", "docs")
+
+
+@pytest.mark.parametrize("domain", ONE_VOICE)
+def test_the_spanish_says_tu_never_usted(domain: str) -> None:
+    path = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES" / f"{domain}.po"
+    with path.open("rb") as po:
+        messages = [m for m in read_po(po) if m.id]
+    formal = [
+        (word, text[:80])
+        for m in messages
+        for text in (m.string if isinstance(m.string, tuple) else (m.string,))
+        for word in usted_forms(text)
+    ]
+    assert formal == []
+
+
+def usted_forms(text: str) -> list[str]:
+    return USTED.findall(SUBJUNCTIVE.sub("que ", text))
+
+
+SUBJUNCTIVE = re.compile(r"\bque(?:\s+\w+){0,2}\s+(?=\w)")
+
+
+def test_the_voice_check_finds_usted() -> None:
+    assert usted_forms("Elija una cabeza. Siga la consulta; escriba un número") == [
+        "Elija",
+        "Siga",
+        "escriba",
+    ]
+    assert usted_forms("Elige una cabeza: deja que cada token mire, se use") == []

@@ -67,20 +67,6 @@
 
   // The toggle's words say what the next press does ("Hide controls" once they are open).
   function toggleControls() {
-    const help = document.getElementById("shortcuts");
-    if (help) {
-      help.addEventListener("close", function () {
-        if (returnFocus && returnFocus.isConnected && returnFocus.focus) returnFocus.focus();
-        returnFocus = null;
-      });
-      help.querySelector("[data-help-close]").addEventListener("click", function () {
-        help.close();
-      });
-      document.querySelectorAll("[data-help-open]").forEach(function (opener) {
-        opener.hidden = false;
-        opener.addEventListener("click", openHelp);
-      });
-    }
     const button = document.querySelector("[data-controls-toggle]");
     if (!button) return;
     const open = document.body.classList.toggle("controls-open");

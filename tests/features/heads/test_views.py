@@ -6,14 +6,12 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.core.i18n import use_locale
 from app.core.rules import grouped_query_kv_heads
 from app.features.heads.form import HeadsForm
 from app.features.heads.page import HeadsView, heads_page, scaling_figures, scaling_view
-from app.features.lab.page import LabPage, lab_page
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
 from app.features.stages.schemas import MaskSpec
@@ -221,38 +219,6 @@ def test_page_problems_become_messages_not_errors() -> None:
     assert messages(heads="²")[0].startswith("heads must be a whole number")
     assert messages(text="   ")[0].startswith("text is empty")
     assert messages(text=" ".join(["w"] * 33))[0].startswith("text has 33 tokens")
-
-
-# ---------------------------------------------------------------- position on the head lab
-
-
-def lab(**params: str) -> LabPage:
-    return lab_page(list(params.items()), Settings())
-
-
-@pytest.mark.parametrize(
-    ("positional", "equivariant"), [("none", True), ("sinusoidal", False), ("rope", False)]
-)
-def test_the_lab_shows_whether_shuffling_changes_the_output(
-    positional: str, equivariant: bool
-) -> None:
-    page = lab(tokens="the cat saw the cat", mask="bidirectional", positional=positional)
-    assert page.ok
-    assert page.result.positional == positional
-    assert page.demo is not None
-    assert page.demo.equivariant is equivariant
-    assert [r["token"] for r in page.demo.repeats] == ["the", "cat"]
-    assert all((r["gap"] < 1e-12) is equivariant for r in page.demo.repeats)
-    assert (("positional", positional) in page.params) is (positional != "none")
-
-
-def test_the_lab_explains_bad_positional_settings(client: TestClient) -> None:
-    assert lab(positional="learned").problems == [
-        "positional: “learned” is not one of none, sinusoidal, rope"
-    ]
-    response = client.get("/?tokens=a+b&d_k=3&positional=rope")
-    assert response.status_code == 422
-    assert "d_k is 3 (odd)" in response.text
 
 
 def test_scaling_figures_are_valid_plotly() -> None:

@@ -42,7 +42,15 @@ def test_presenter_mode_is_kept_in_every_navigation_link(client) -> None:
     html = client.get("/", params={"present": "1", "lang": "es"}).text
     for path in ("/", "/walkthrough", "/lessons"):
         assert f'href="{path}?lang=es&amp;present=1"' in html
-    assert 'href="/?lang=es" data-exact data-present-toggle' in html  # the toggle: off
+    toggle = dict(parse_qsl(urlsplit(href_before(html, "data-exact data-present-toggle")).query))
+    assert toggle["lang"] == "es"  # the toggle: off, the page's own state and language kept
+    assert "present" not in toggle
+    assert toggle["tokens"] == "The cat sleeps"
+
+
+def href_before(html: str, marker: str) -> str:
+    """The address of the link whose attributes go on with `marker`."""
+    return unescape(re.search(rf'href="([^"]*)" {re.escape(marker)}', html).group(1))
 
 
 def test_presenter_toggle_turns_it_on_keeping_the_rest(client) -> None:
@@ -54,7 +62,9 @@ def test_embed_hides_the_site_chrome(client) -> None:
     html = client.get("/", params={"embed": "1"}).text
     assert 'class="site-header"' not in html
     assert 'class="site-footer"' not in html
-    assert 'href="/" data-exact target="_blank"' in html  # out to the full page
+    out = urlsplit(href_before(html, 'data-exact target="_blank"'))  # out to the full page
+    assert out.path == "/"
+    assert "embed" not in dict(parse_qsl(out.query))
     assert "One attention head, every stage" in html
 
 

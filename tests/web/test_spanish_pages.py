@@ -373,6 +373,17 @@ BAD_STATES: list[tuple[str, dict[str, str]]] = [
             {"text": LONG_TEXT},
         ]
     ),
+    *(
+        ("/decoder", query)
+        for query in [
+            {"text": ""},
+            {"generate": "abc"},
+            {"temperature": "0"},
+            {"layer": "99"},
+            {"top_k": "²"},
+            {"text": LONG_TEXT},
+        ]
+    ),
     ("/lessons", {"lesson": "nope"}),
     ("/embed", {"src": "https://elsewhere.example/"}),
     ("/docs", {"lesson_title": "t" * 500}),

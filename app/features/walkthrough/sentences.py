@@ -5,7 +5,7 @@ scores, a query that sees no key, scaling off or d_k = 1."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.core.i18n import format_number, format_vector, gettext, ngettext
+from app.core.i18n import N_, format_number, format_vector, gettext, ngettext
 from app.features.stages.results import OneHead, QueryRow
 
 DIGITS = 3  # every number of the walk-through, as the tables and the heatmaps print them
@@ -189,7 +189,7 @@ def masked_sentence(query: str, rows: Sequence[QueryRow]) -> str:
     ) % {"query": query, "visible": seen, "num": n, "keys": names(hidden)}
 
 
-SOFTMAX = (
+SOFTMAX = N_(
     "Softmax turns each row into weights between 0 and 1 that add up to 1: e to the power of "
     "each visible score, divided by their total. Hidden keys get exactly 0."
 )
@@ -239,14 +239,21 @@ def weighted_sentence(query: str, rows: Sequence[QueryRow]) -> str:
             + " "
             + gettext("“%(query)s” sees no key, so every weighted value is 0.") % {"query": query}
         )
-    heaviest = max(visible, key=lambda row: row.weight)
-    text += " " + gettext(
-        "The heaviest key, %(key)s, passes on %(weight)s × its value: %(value)s."
-    ) % {
-        "key": quoted(heaviest.key_token),
-        "weight": number(heaviest.weight),
-        "value": vector(heaviest.weighted_value),
-    }
+    heaviest = top(visible, "weight")
+    assert heaviest is not None
+    if len(heaviest.rows) > 1:
+        text += " " + gettext(
+            "The heaviest keys, %(keys)s, each pass on %(weight)s × their value."
+        ) % {"keys": names(heaviest.tokens), "weight": number(heaviest.value)}
+    else:
+        row = heaviest.rows[0]
+        text += " " + gettext(
+            "The heaviest key, %(key)s, passes on %(weight)s × its value: %(value)s."
+        ) % {
+            "key": quoted(row.key_token),
+            "weight": number(row.weight),
+            "value": vector(row.weighted_value),
+        }
     if len(visible) < len(rows):
         text += " " + gettext("Hidden keys pass on nothing.")
     return text

@@ -10,8 +10,11 @@ from urllib.parse import parse_qsl, urlsplit
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import save_screenshot
+from tests.browser.figures import heatmaps
+from tests.browser.test_lab import edit
 
 PROJECTOR = {"width": 1280, "height": 720}
+SMALLEST_PX = 16  # text on a picture, read from the back of the room
 STEPS = ("x", "qkv", "scores", "scaled", "masked", "weights", "weighted", "output")
 
 # Every element matched, with its box on screen: the ones not wholly inside the viewport.
@@ -51,6 +54,10 @@ def on_screen(page: Page, *selectors: str) -> None:
     outside: list[Any] = page.evaluate(OUTSIDE, list(selectors))
     assert outside == [], f"{state(page.url)['step']}: off the 1280×720 screen: {outside}"
     assert page.evaluate("document.documentElement.scrollWidth") <= PROJECTOR["width"]
+    for drawn in heatmaps(page):
+        assert drawn["smallest"] >= SMALLEST_PX - 0.01, (
+            f"{drawn['id']}: text of {drawn['smallest']} px"
+        )
 
 
 def test_every_step_fits_a_projector_with_its_words_picture_and_weights(page: Page) -> None:
@@ -88,3 +95,14 @@ def test_every_step_fits_a_projector_with_its_words_picture_and_weights(page: Pa
         "[0.835, −0.340]"
     )
     expect(page.locator("#step-sentence")).to_contain_text("[0.835, −0.340]")
+    # Enter on the "predict first" box applies the form as it is: nothing changes. Space
+    # switches the mode, and only the mode.
+    before = state(page.url)
+    predict = page.locator("#walk-options input[name=predict]")
+    predict.focus()
+    edit(page, lambda: predict.press("Enter"))
+    assert state(page.url) == before
+    expect(heading).to_contain_text("Step 8 of 8")
+    edit(page, lambda: predict.press("Space"))
+    assert state(page.url) == {k: v for k, v in before.items() if k != "predict"}
+    expect(heading).to_contain_text("Step 8 of 8")

@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
+from app.core.i18n import gettext
 from app.core.limits import MAX_ALL_WEIGHTS_TOKENS, MAX_PROMPT_TOKENS
 from app.features.decoder.results import (
     CacheUsed,
@@ -84,8 +85,11 @@ def prompt_ids(req: DecoderRequest, loaded: LoadedDecoder) -> list[int]:
     if len(ids) > MAX_PROMPT_TOKENS:
         raise InputError(
             ("text",),
-            f"text makes {len(ids)} tokens but the decoder reads at most {MAX_PROMPT_TOKENS} "
-            "at once here; shorten it",
+            gettext(
+                "text makes %(n)s tokens but the decoder reads at most %(max)s at once here; "
+                "shorten it"
+            )
+            % {"n": len(ids), "max": MAX_PROMPT_TOKENS},
         )
     return ids
 
@@ -99,16 +103,23 @@ def check_request(req: DecoderRequest, config: llama.LlamaConfig, n: int) -> Non
         if layer >= config.layers or head >= config.heads:
             raise InputError(
                 ("ablate", i),
-                f"ablate[{i}] is [{layer}, {head}] but the model has layers 0 to "
-                f"{config.layers - 1} and query heads 0 to {config.heads - 1} in each; pick a "
-                "head that exists",
-            )
+                gettext(
+                    "ablate[%(i)s] is [%(layer)s, %(head)s] but the model has layers 0 to "
+                    "%(last_layer)s and query heads 0 to %(last_head)s in each; pick a head that "
+                    "exists"
+                )
+                % {"i": i, "layer": layer, "head": head, "last_layer": config.layers - 1,
+                   "last_head": config.heads - 1},
+            )  # fmt: skip
     if req.weights == "all" and n > MAX_ALL_WEIGHTS_TOKENS:
         raise InputError(
             ("weights",),
-            f'weights "all" sends every layer\'s {config.heads} maps of n × n weights, so it is '
-            f"offered for at most {MAX_ALL_WEIGHTS_TOKENS} tokens; this request has {n} (prompt "
-            'and generate together); ask for one layer with weights "layer", or shorten it',
+            gettext(
+                'weights "all" sends every layer\'s %(heads)s maps of n × n weights, so it is '
+                "offered for at most %(max)s tokens; this request has %(n)s (prompt and "
+                'generate together); ask for one layer with weights "layer", or shorten it'
+            )
+            % {"heads": config.heads, "max": MAX_ALL_WEIGHTS_TOKENS, "n": n},
         )
 
 

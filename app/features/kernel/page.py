@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from app.core.errors import InputError
 from app.core.i18n import N_, gettext
@@ -17,19 +17,21 @@ from app.features.kernel.results import DecodeResult, TiledResult
 from app.features.kernel.schemas import MAX_SRAM_ELEMENTS, DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.kernel.traffic import traffic_view
-from app.features.lab.page import MASK_MODES, LabPage
-from app.features.lab.state import LabParams, StateError, Text, integer
-from app.features.lab.url import encode
+from app.features.lab.form import MASK_MODES
+from app.features.lab.page import LabHead
 from app.features.stages.page import FULL_TABLES_UP_TO, head_stages
 from app.math.flash import Transfer
 from app.settings import Settings
 from app.web.figures import heatmap, progress_map
+from app.web.pages import state_query
 from app.web.templating import fmt
 
+Text = str | None
 
-class KernelParams(LabParams):
-    """The /kernel page's URL: the lab state, plus tile sizes, prompt length, and where each
-    walk-through stands."""
+
+class KernelParams(BaseModel):
+    """The /kernel page's own URL parameters, beside the lab state's (LabForm): tile sizes,
+    prompt length, and where each walk-through stands."""
 
     block_q: Text = Field(None, description="Query rows per tile.")
     block_k: Text = Field(None, description="Key rows per tile.")
@@ -83,16 +85,33 @@ def read_kernel_params(params: Mapping[str, str], n: int) -> tuple[dict[str, int
         text = params.get(name, "").strip()
         if text:
             try:
-                values[name] = integer(text, name, low, high)
-            except StateError as problem:
+                values[name] = whole_number(text, name, low, high)
+            except ValueError as problem:
                 problems.append(str(problem))
     return values, problems
 
 
-def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
+def whole_number(text: str, name: str, low: int, high: int) -> int:
+    """A whole number from low to high, or ValueError with a sentence naming the field."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(
+            gettext("%(name)s: “%(text)s” is not a whole number")
+            % {"name": name, "text": text.strip()}
+        ) from None
+    if not low <= value <= high:
+        raise ValueError(
+            gettext("%(name)s is %(value)s; choose a whole number from %(low)s to %(high)s")
+            % {"name": name, "value": value, "low": low, "high": high}
+        )
+    return value
+
+
+def kernel_context(page: LabHead, params: Mapping[str, str], settings: Settings) -> dict[str, Any]:
     """Both walk-throughs of the lab's state, each at the step named in the URL."""
     values, problems = read_kernel_params(params, len(page.result.tokens))
-    lab = page.state.to_request().model_dump(exclude_none=True)
+    lab = page.form.request().model_dump(exclude_none=True)
     tiling = {k: values[k] for k in ("block_q", "block_k", "sram_elements", "order") if k in values}
     try:
         tiled = compute_tiled(TiledRequest.model_validate({**lab, **tiling}), settings)
@@ -113,15 +132,18 @@ def kernel_context(page: LabPage, params: Mapping[str, str], settings: Settings)
         decode = compute_decode(DecodeRequest.model_validate({**lab, **prompt}), settings)
     step = min(values.get("step", 0), len(tiled.steps) - 1)
     decode_step = min(values.get("decode_step", 0), len(decode.steps))
-    state = [*page.params, *((k, v) for k, v in values.items() if k not in ("step", "decode_step"))]
+    state = [*page.state, *((k, v) for k, v in values.items() if k not in ("step", "decode_step"))]
     where = {"step": step, "decode_step": decode_step}
     return {
         "page": page,
-        "messages": {"problems": page.problems + problems, "notes": page.notes},
+        "messages": {
+            "problems": [p.message for p in page.problems] + problems,
+            "notes": page.notes,
+        },
         "view": head_stages(page.result.head()),
         "state": state,
         "modes": MASK_MODES,
-        "lab_link": "/?" + page.query,
+        "lab_link": "/?" + state_query(page.state),
         "tiled": tiled,
         "decode": decode,
         "tile": tile_view(tiled, step),
@@ -164,7 +186,7 @@ def step_links(
     current = where[name]
     targets = {"first": 0, "prev": current - 1, "next": current + 1, "last": last}
     return {
-        label: "/kernel?" + encode([*state, *{**where, name: target}.items()])
+        label: "/kernel?" + state_query([*state, *{**where, name: target}.items()])
         if 0 <= target <= last and target != current
         else None
         for label, target in targets.items()

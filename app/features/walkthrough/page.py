@@ -1,21 +1,21 @@
 """The guided walk-through of one head: x → Q, K, V → Q·Kᵀ → ÷√d_k → + M → softmax → × V → Σ.
 
 One step at a time, on any state of the head lab: the page reads the lab state from its URL
-(one call to the lab, app/features/lab/page.py) and shows, for the step it is on, that step's
+(LabForm, computed once by the lab's lab_head) and shows, for the step it is on, that step's
 heatmaps (the shared stage strip's, app/features/stages/page.py), a sentence worded from its
 numbers (sentences.py), the selected query's keys as a table of what goes into the step and
 what comes out, and, in "predict first" mode, a guess of one weight that the server checks
 before it reveals the weights.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from urllib.parse import parse_qsl
 
 import numpy as np
 
 from app.core.i18n import N_, gettext
-from app.features.lab.page import lab_page
+from app.features.lab.form import LabForm
+from app.features.lab.page import lab_head
 from app.features.stages.page import head_stages, matrix_map
 from app.features.stages.results import OneHead, QueryBreakdown, QueryRow
 from app.features.walkthrough import sentences as say
@@ -122,24 +122,25 @@ class WalkView:
         return len(self.steps)
 
 
-def lab_items(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The lab's part of the query: everything but the walk-through's own parameters."""
-    return [(k, v) for k, v in items if k not in WalkForm.model_fields]
-
-
 def walkthrough_page(
     form: WalkForm,
     problems: list[Problem],
     notes: list[str],
-    items: Iterable[tuple[str, str]],
+    lab: tuple[LabForm, list[Problem], list[str]],
     settings: Settings,
 ) -> Page:
-    """One step of the walk-through for the lab state in `items`, computed once."""
-    lab = lab_page(lab_items(items), settings)
-    problems = [*problems, *(Problem("", p) for p in lab.problems)]
-    notes = [*notes, *lab.notes]
-    state = parse_qsl(lab.query, keep_blank_values=True)
-    view, note = walk_view(lab.result.head(), lab.result.positional, form, state)
+    """One step of the walk-through for the lab state read from the same query (LabForm),
+    computed once. The lab's buttons are not on this page: an `action` is left out."""
+    lab_form, lab_problems, lab_notes = lab
+    head = lab_head(
+        lab_form.model_copy(update={"action": None}),
+        [*problems, *lab_problems],
+        [*notes, *lab_notes],
+        settings,
+    )
+    problems, notes = list(head.problems), list(head.notes)
+    state = [(name, str(value)) for name, value in head.state]
+    view, note = walk_view(head.result.head(), head.result.positional, form, state)
     if note:
         notes.append(note)
     guess_key = view.guess.key if view.guess and view.guess.made else None

@@ -51,7 +51,7 @@ the scale once from all of them: `signed_scale(*matrices)`.
 `svg_document(figure)` is the SVG a download gives; `png_bytes(heatmap)` the cells as PNG.
 """
 
-from app.figures.heatmap.model import Heatmap, HeatmapGroup
+from app.figures.heatmap.model import Heatmap, HeatmapGroup, PanelSection
 from app.figures.heatmap.raster import png_bytes
 from app.figures.heatmap.scale import (
     DIVERGING,
@@ -72,6 +72,7 @@ __all__ = [
     "VIRIDIS",
     "Heatmap",
     "HeatmapGroup",
+    "PanelSection",
     "Scale",
     "png_bytes",
     "render",

@@ -46,12 +46,14 @@ class Type:
         return round(self.tick * 0.9, 2)
 
 
-# (presenter mode, small multiple) → Type. Presenter mode: nothing below 16 px.
+# (presenter mode, small multiple) → Type. Presenter mode: nothing below 16 px. A small
+# multiple's cells are no larger than its labels need (every label kept at 16 px), so that a
+# group of heads and a chosen head's weights share a 1280×720 projector.
 TYPES = {
     (False, False): Type(12, 11, 12, 11, 15, 480, 28, 640, gap=1, shrinks=True, min_text_px=10),
     (False, True): Type(10, 10, 10, 11, 13, 168, 20, 0, gap=1, shrinks=True, min_text_px=10),
     (True, False): Type(17, 16, 17, 16, 22, 560, 44, 480, gap=2, shrinks=False, min_text_px=16),
-    (True, True): Type(16, 16, 16, 16, 18, 240, 30, 0, gap=2, shrinks=False, min_text_px=16),
+    (True, True): Type(16, 16, 16, 16, 18, 240, 20, 0, gap=2, shrinks=False, min_text_px=16),
 }
 
 
@@ -122,7 +124,9 @@ def legend_layout(
     label_width = text_width(label, type_.title) + 8
     half_first = text_width(ticks[0], tick) / 2
     bar_x = max(label_width, half_first + 2)
-    bar_width = min(max(room - bar_x - 2 * tick, 8 * tick), 16 * tick + 60)
+    # never so short that neighbouring ticks run into each other (a narrow matrix's legend)
+    spaced = (len(ticks) - 1) * (max(text_width(t, tick) for t in ticks) + tick / 2)
+    bar_width = max(min(max(room - bar_x - 2 * tick, 8 * tick), 16 * tick + 60), spaced)
     line = type_.bar + 3 + tick * 1.3
     after_bar = bar_x + bar_width + text_width(ticks[-1], tick) / 2 + tick
     width, height = after_bar, line
@@ -136,7 +140,9 @@ def legend_layout(
             hidden_y = line + 2
             width = max(width, hidden_width)
             height = hidden_y + tick * 1.3
-    return Legend(label_width, bar_x, bar_width, hidden_x, hidden_y, width + 2, height)
+    return Legend(
+        label_width, bar_x, bar_width, hidden_x, hidden_y, math.ceil(width + 2), math.ceil(height)
+    )
 
 
 @dataclass(frozen=True)
@@ -244,10 +250,12 @@ def layout(
         col_title_y=0.0 if compact else type_.title * 1.05,
         left=round(left, 1),
         top=round(top, 1),
-        width=round(width, 1),
-        height=round(height, 1),
+        # whole pixels: a browser lays boxes out in 1/64 px, which would shrink a width such
+        # as 157.3 px (and its 10 px text) by a hair
+        width=math.ceil(width),
+        height=math.ceil(height),
         legend=legend_box,
         legend_y=round(legend_y, 1),
         heading=round(heading, 1),
-        box_width=round(box_width, 1),
+        box_width=math.ceil(box_width),
     )

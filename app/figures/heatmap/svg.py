@@ -450,8 +450,29 @@ def svg_document(figure: Heatmap | HeatmapGroup) -> str:
 # ---------------------------------------------------------------- small multiples
 
 
+def section_cells(sizes: list[int], columns: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """Where a group's panels go in a grid of `columns`: (row, column) of each panel, and the
+    first row of each section. A section goes on the current row where its panels fit in
+    what is left of it, else it starts a new one; one larger than a row takes rows of its own.
+    Without sections (one section of every panel) the panels simply fill the rows."""
+    cells: list[tuple[int, int]] = []
+    starts: list[int] = []
+    row = col = 0
+    for size in sizes:
+        if col and col + size > columns:
+            row, col = row + 1, 0
+        starts.append(row)
+        cells.extend((row + j // columns, col + j % columns) for j in range(size))
+        if col + size >= columns:
+            row, col = row + -(-(col + size) // columns), 0
+        else:
+            col += size
+    return cells, starts
+
+
 class _GroupPlan:
-    """Every panel's layout, the shared legend, and where each goes in the standalone SVG."""
+    """Every panel's layout, the shared legend, and where each panel and section title goes
+    in the standalone SVG."""
 
     def __init__(self, group: HeatmapGroup, present: bool) -> None:
         panel_type = TYPES[(present, True)]
@@ -468,17 +489,27 @@ class _GroupPlan:
         self.columns = columns
         self.heading = self.type.heading * 1.8
         step_x, step_y = widest + GROUP_GAP, tallest + GROUP_GAP
+        sizes = [s.size for s in group.sections] or [len(group.panels)]
+        grid, starts = section_cells(sizes, columns)
+        titled = set(starts) if group.sections else set()
+        title_h = self.type.title * 1.6
+        tops = [self.heading]  # the top of each row of panels, its section titles included
+        for row in range(grid[-1][0] + 1):
+            tops.append(tops[-1] + step_y + (title_h if row in titled else 0))
         self.places = [
-            ((k % columns) * step_x, self.heading + (k // columns) * step_y)
-            for k in range(len(group.panels))
+            (col * step_x, tops[row] + (title_h if row in titled else 0)) for row, col in grid
+        ]
+        first = [sum(sizes[:k]) for k in range(len(sizes))]
+        self.section_titles = [
+            (section.title, grid[k][1] * step_x, tops[grid[k][0]] + title_h * 0.75)
+            for section, k in zip(group.sections, first, strict=False)
         ]
         room = columns * step_x - GROUP_GAP
         self.legend, legend_w, legend_h = _legend(
             group.id, group.scale, self.type, self.hidden, max(room, 360)
         )
         self.legend_size = (legend_w, legend_h)
-        rows = -(-len(group.panels) // columns)
-        self.legend_place = (0.0, self.heading + rows * step_y)
+        self.legend_place = (0.0, tops[-1])
         self.size = (max(room, legend_w), self.legend_place[1] + legend_h)
         self.panel_width = widest
 
@@ -514,13 +545,36 @@ def _frame_svg(group: HeatmapGroup, plan: _GroupPlan, *, standalone: bool) -> st
         + f'<rect x="0" y="0" width="{_n(w)}" height="{_n(h)}" fill="{PAPER}"/>'
         f'<text x="0" y="{_n(plan.type.heading * 1.25)}" font-size="{_n(plan.type.heading)}"'
         f' font-weight="bold" fill="currentColor">{escape(group.title)}</text>'
+        + "".join(
+            f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(plan.type.title)}" font-weight="bold"'
+            f' fill="currentColor">{escape(title)}</text>'
+            for title, x, y in plan.section_titles
+        )
     )
+
+
+def _sections(group: HeatmapGroup, panels: list[str]) -> str:
+    """The panels' markup in the page: one grid, or one titled run per section."""
+    if not group.sections:
+        return f'<div class="hm-panels">{"".join(panels)}</div>'
+    out = []
+    start = 0
+    for k, section in enumerate(group.sections):
+        title_id = f"{group.id}-section-{k}"
+        out.append(
+            f'<div class="hm-section" role="group" aria-labelledby="{title_id}">'
+            f'<p class="hm-section-title" id="{title_id}">{escape(section.title)}</p>'
+            f'<div class="hm-panels">{"".join(panels[start : start + section.size])}</div></div>'
+        )
+        start += section.size
+    return f'<div class="hm-sections">{"".join(out)}</div>'
 
 
 def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
     """Small multiples as the <figure> a page places: the group's title, a grid of panels
-    (each titled, its tokens on both axes; fewer columns on narrow screens), one colour bar
-    for all, a text alternative and the downloads of the whole group."""
+    (each titled, its tokens on both axes; fewer columns on narrow screens), in titled
+    sections if it has them, one colour bar for all, a text alternative and the downloads
+    of the whole group."""
     plan = _GroupPlan(group, present)
     desc_id = f"{group.id}-desc"
     panels = []
@@ -553,9 +607,8 @@ def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
     )
     style = f"--hm-columns: {plan.columns}; --hm-panel: {_n(plan.panel_width)}px"
     return Markup(
-        f'<figure class="hm-group" id="{group.id}" data-file="{escape(file_name(group.title))}">'
-        f"{_caption(group.id, group.title, None)}"
-        f'<div class="hm-panels" style="{style}">{"".join(panels)}</div>'
+        f'<figure class="hm-group" id="{group.id}" data-file="{escape(file_name(group.title))}"'
+        f' style="{style}">{_caption(group.id, group.title, None)}{_sections(group, panels)}'
         f"{_legend_svg(group, plan, standalone=False)}"
         f"{_frame_svg(group, plan, standalone=False)}</svg>"
         f'<p class="visually-hidden" id="{desc_id}">{escape(description)}</p>'

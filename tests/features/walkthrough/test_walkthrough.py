@@ -275,7 +275,7 @@ def test_any_lab_state_walks_through(client) -> None:
 
 def test_the_lab_state_problems_are_the_pages(client) -> None:
     html = page(client, 422, step="scores", d_model="99")
-    assert "d_model is 99; choose a whole number from 1 to 8" in html
+    assert 'd_model is "99" but must be at most 8' in html
     assert "Step 3 of 8" in html
 
 

@@ -288,5 +288,10 @@ def test_spanish_walkthrough(client) -> None:
     assert key_table(html)["columns"]["dot"] == ["1,000", "0,000", "1,000"]
 
 
-def test_the_page_loads_no_plotly(client) -> None:
-    assert "plotly" not in page(client, step="weights")
+@pytest.mark.parametrize("step", STEP_NAMES)
+def test_the_page_loads_no_plotly(client, step) -> None:
+    """Every picture is drawn by the server: no plotly script, and no chart that would make
+    static/js/figures.js fetch plotly.js."""
+    html = page(client, step=step)
+    assert not re.search(r"<script[^>]*plotly", html)
+    assert "data-figure=" not in html

@@ -156,7 +156,9 @@ def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
     for _ in range(3):
         press(page, "ArrowRight")
     expect(heading).to_contain_text("Step 8 of 8")
-    expect(page.locator("#walk-query-output")).to_have_text("[0.835, −0.340]")
+    expect(page.locator("#walk-keys tfoot td[data-column=weighted]")).to_have_text(
+        "[0.835, −0.340]"
+    )
 
 
 def test_builtin_lesson_link_restores_its_state(page: Page) -> None:

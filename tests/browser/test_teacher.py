@@ -398,7 +398,7 @@ def test_the_walk_through_steps_in_place_and_guesses_only_when_asked(page: Page)
     expect(page).to_have_url(re.compile(r"step=masked"))
     expect(page.locator("#step-title")).to_contain_text("Step 5")
     assert page.evaluate("window.__samePage === true")
-    expect(page.locator("#walk-masked-table tbody tr td").first).to_be_visible()
+    expect(page.locator("#walk-keys td[data-column=masked]").first).to_be_visible()
     with page.expect_download() as download:
         page.locator("#walk-masked [data-hm-download=svg]").click()
     assert download.value.suggested_filename.endswith(".svg")

@@ -131,13 +131,16 @@ class HeatmapGroup:
     `signed_scale(*matrices)`, for the whole group) and the same `hidden_text`.
 
     `columns` is the most panels side by side; narrower screens get fewer (CSS). `selected`
-    is the index of the outlined panel (the chosen head)."""
+    is the index of the outlined panel (the chosen head). `panel_size` scales the panels'
+    cells from the usual size of a small multiple (labels keep their size, fewer of them
+    shown where they would overlap): below 1 for many panels, such as a model's 72 heads."""
 
     id: str
     title: str
     panels: Sequence[Heatmap]
     columns: int = 4
     selected: int | None = None
+    panel_size: float = 1.0
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.fullmatch(self.id):
@@ -152,6 +155,8 @@ class HeatmapGroup:
             raise ValueError(f"group {self.id}: no panel {self.selected}")
         if self.columns < 1:
             raise ValueError(f"group {self.id}: columns must be at least 1")
+        if not 0 < self.panel_size <= 4:
+            raise ValueError(f"group {self.id}: panel_size must be in (0, 4]")
 
     @property
     def scale(self) -> Scale:

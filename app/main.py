@@ -9,6 +9,7 @@ from app.core.errors import BusyError, InputError, ModelUnavailableError
 from app.features.classroom import routes as classroom
 from app.features.cost import routes as cost
 from app.features.cost.measure import MeasurementCache
+from app.features.decoder import routes as decoder
 from app.features.docs import routes as docs
 from app.features.heads import routes as heads
 from app.features.kernel import routes as kernel
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for feature in FEATURES:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
+    application.include_router(decoder.api)  # its page comes later
     application.include_router(health.router)
     # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
     # the query for the templates to carry on), the answer cache (plain answers), compression

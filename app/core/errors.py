@@ -80,6 +80,7 @@ SENTENCES = {
     "model_attributes_type": N_("{field} must be an object in curly braces, not {got}"),
     "finite_number": N_("{field} must be a finite number, not {got}; JSON has no NaN or Infinity"),
     "greater_than_equal": N_("{field} is {got} but must be at least {ge}"),
+    "greater_than": N_("{field} is {got} but must be above {gt}"),
     "less_than_equal": N_("{field} is {got} but must be at most {le}"),
     "too_short": N_(
         "{field} has {actual_length} entries but needs at least {min_length}; add more"

@@ -3,7 +3,7 @@
 The catalogs are the committed `translations/<locale>/LC_MESSAGES/*.po` files, one per feature
 and one shared (translations/refresh.py); a language's are merged and compiled in memory on
 first use (no .mo files, no build step, no download). The locale of the
-request being served lives in a context variable, set by app.classroom.ClassroomMiddleware
+request being served lives in a context variable, set by app/web/edge.py
 for the length of one request: each request runs in its own task (and its threadpool call
 copies that context), so two students reading in two languages at once never see each
 other's words.

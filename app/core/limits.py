@@ -20,3 +20,12 @@ MAX_LINE_HEADS = 12  # heads the line view draws at once, a colour each
 
 MAX_SEQ_LEN = 1_000_000_000  # the cost calculator's longest sequence
 MAX_COUNT = 65_536  # its largest count of heads, layers or sequences
+
+MAX_PROMPT_CHARS = 2000  # a prompt for the decoder (SmolLM2)
+MAX_PROMPT_TOKENS = 256  # that prompt, in the decoder's tokens
+MAX_GENERATED = 64  # new tokens one request may generate
+MAX_CANDIDATES = 20  # next-token candidates listed
+MAX_TOP_K = 200  # tokens a sampled step chooses among
+MAX_TEMPERATURE = 2.0
+MAX_ALL_WEIGHTS_TOKENS = 64  # every layer's n × n weights are sent for at most this many tokens
+MIN_REPEAT, MAX_REPEAT = 8, 128  # the induction test: that many random tokens, then again

@@ -7,6 +7,8 @@ in a template or in JavaScript.
 
 import numpy as np
 
+from app.core.i18n import gettext
+
 # ---------------------------------------------------------------- grouped-query attention
 
 
@@ -21,11 +23,11 @@ def kv_heads_problem(heads: int, kv_heads: int) -> str | None:
         return None
     choices = kv_head_choices(heads)
     shown = choices if len(choices) <= 8 else [*choices[:4], *choices[-3:]]
-    return (
-        f"kv_heads is {kv_heads} but heads is {heads}, and {kv_heads} does not divide {heads}; "
-        "kv_heads must divide heads so that every key/value head serves the same number of "
-        f"query heads: pick kv_heads from {', '.join(map(str, shown))}"
-    )
+    return gettext(
+        "kv_heads is %(g)s but heads is %(h)s, and %(g)s does not divide %(h)s; kv_heads must "
+        "divide heads so that every key/value head serves the same number of query heads: "
+        "pick kv_heads from %(choices)s"
+    ) % {"g": kv_heads, "h": heads, "choices": ", ".join(map(str, shown))}
 
 
 def nearest_kv_heads(heads: int, wanted: int) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from app.math import attention as att
 from app.math import positional as pos
@@ -54,7 +55,12 @@ class CachePolicy:
 
     def mask(self, n: int) -> np.ndarray:
         """(n, n) bool: query i sees key j when j ≤ i and the cache holds j at step i."""
-        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        return self.visible(np.arange(n), np.arange(n))
+
+    def visible(self, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """The same rule for some positions only: (len(queries), len(keys)) bool, the query at
+        position i against the key at position j (a decoder's new rows against its cache)."""
+        i, j = np.asarray(queries)[:, None], np.asarray(keys)[None, :]
         allowed = j <= i
         if self.policy == "full" or self.window is None:
             return allowed
@@ -78,9 +84,9 @@ class KVCache:
     """Keys and values of the positions kept so far, one row per position: rows are appended,
     and dropped by `keep`, but a row that stays never changes."""
 
-    def __init__(self, capacity: int, d_k: int, d_v: int) -> None:
-        self._k = np.zeros((capacity, d_k))
-        self._v = np.zeros((capacity, d_v))
+    def __init__(self, capacity: int, d_k: int, d_v: int, dtype: npt.DTypeLike = float) -> None:
+        self._k = np.zeros((capacity, d_k), dtype=dtype)
+        self._v = np.zeros((capacity, d_v), dtype=dtype)
         self._positions = np.zeros(capacity, dtype=int)
         self.length = 0
         self._next = 0  # the position of the next row appended
@@ -95,6 +101,8 @@ class KVCache:
     def keep(self, positions: np.ndarray) -> np.ndarray:
         """Drop every row whose position is not in `positions`; returns the dropped positions."""
         held = self.positions
+        if np.array_equal(held, positions):  # nothing to drop (always, for the full policy)
+            return held[:0]
         stay = np.isin(held, positions)
         dropped = held[~stay]
         count = int(stay.sum())
@@ -121,6 +129,16 @@ class KVCache:
     def elements(self) -> int:
         """Numbers held: one K row and one V row per position."""
         return self.length * (self._k.shape[1] + self._v.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the K and V rows held, as numpy counts them."""
+        return self._k[: self.length].nbytes + self._v[: self.length].nbytes
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes of the buffers, held rows or not."""
+        return self._k.nbytes + self._v.nbytes
 
 
 @dataclass(frozen=True)

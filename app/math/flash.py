@@ -209,10 +209,28 @@ def _fa2_steps(
             lse = logsumexp_of(m_new, l_new) if last else None
             writes = (_transfer("O", r0, r1, d_v), _transfer("L", r0, r1, 1)) if last else ()
             yield TileStep(
-                "fa2", index, (r0, r1), (c0, c1), allowed, skipped, s, m_tile, m, m_new,
-                np.ones_like(m) if rescale is None else rescale, p, np.ones_like(m),
-                l, l_new, o, o_new, out, lse, tuple(reads), writes,
-            )  # fmt: skip
+                order="fa2",
+                index=index,
+                query_block=(r0, r1),
+                key_block=(c0, c1),
+                allowed=allowed,
+                skipped=skipped,
+                scores=s,
+                m_tile=m_tile,
+                m_before=m,
+                m=m_new,
+                rescale=np.ones_like(m) if rescale is None else rescale,
+                p=p,
+                p_scale=np.ones_like(m),
+                l_before=l,
+                l=l_new,
+                o_before=o,
+                o=o_new,
+                output_rows=out,
+                logsumexp_rows=lse,
+                reads=tuple(reads),
+                writes=writes,
+            )
             index += 1
             m, l, o = m_new, l_new, o_new
 
@@ -242,9 +260,26 @@ def _fa1_steps(
             if skipped:
                 s, p = np.full(allowed.shape, -np.inf), np.zeros(allowed.shape)
                 yield TileStep(
-                    "fa1", index, (r0, r1), (c0, c1), allowed, True, s, np.full_like(m, -np.inf),
-                    m, m, ones, p, ones, l, l, o, o, None, None,
-                )  # fmt: skip
+                    order="fa1",
+                    index=index,
+                    query_block=(r0, r1),
+                    key_block=(c0, c1),
+                    allowed=allowed,
+                    skipped=True,
+                    scores=s,
+                    m_tile=np.full_like(m, -np.inf),
+                    m_before=m,
+                    m=m,
+                    rescale=ones,
+                    p=p,
+                    p_scale=ones,
+                    l_before=l,
+                    l=l,
+                    o_before=o,
+                    o=o,
+                    output_rows=None,
+                    logsumexp_rows=None,
+                )
                 index += 1
                 continue
             reads = [] if kv_loaded else [_transfer("K", c0, c1, d_k), _transfer("V", c0, c1, d_v)]
@@ -264,9 +299,28 @@ def _fa1_steps(
             o_hbm[r0:r1], l_hbm[r0:r1], m_hbm[r0:r1] = o_new, l_new, m_new
             writes = tuple(_transfer(nm, r0, r1, w) for nm, w in (("O", d_v), ("l", 1), ("m", 1)))
             yield TileStep(
-                "fa1", index, (r0, r1), (c0, c1), allowed, False, s, m_tile, m, m_new, rescale,
-                p, p_scale, l, l_new, o, o_new, o_new, None, tuple(reads), writes,
-            )  # fmt: skip
+                order="fa1",
+                index=index,
+                query_block=(r0, r1),
+                key_block=(c0, c1),
+                allowed=allowed,
+                skipped=False,
+                scores=s,
+                m_tile=m_tile,
+                m_before=m,
+                m=m_new,
+                rescale=rescale,
+                p=p,
+                p_scale=p_scale,
+                l_before=l,
+                l=l_new,
+                o_before=o,
+                o=o_new,
+                output_rows=o_new,
+                logsumexp_rows=None,
+                reads=tuple(reads),
+                writes=writes,
+            )
             index += 1
 
 

@@ -129,10 +129,22 @@ def load_encoder(model_dir: Path) -> Encoder:
         w_2, b_2 = linear(p + "output.dense")
         layers.append(
             LayerWeights(
-                w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o, norm(p + "attention.output.LayerNorm"),
-                w_1, b_1, w_2, b_2, norm(p + "output.LayerNorm"),
+                w_q=w_q,
+                b_q=b_q,
+                w_k=w_k,
+                b_k=b_k,
+                w_v=w_v,
+                b_v=b_v,
+                w_o=w_o,
+                b_o=b_o,
+                norm_1=norm(p + "attention.output.LayerNorm"),
+                w_1=w_1,
+                b_1=b_1,
+                w_2=w_2,
+                b_2=b_2,
+                norm_2=norm(p + "output.LayerNorm"),
             )
-        )  # fmt: skip
+        )
     return Encoder(
         config,
         word=get("embeddings.word_embeddings.weight"),
@@ -241,8 +253,18 @@ class LayerStages:
         scale_factor = float(np.sqrt(q.shape[-1]))
         scaled = scores / scale_factor
         allowed = build_mask(len(q))  # bidirectional, nothing padded: nothing is masked
-        return HeadStages(q, k, self.v[i], scores, scale_factor, scaled, allowed, scaled,
-                          self.weights[i], self.outputs[i])  # fmt: skip
+        return HeadStages(
+            q=q,
+            k=k,
+            v=self.v[i],
+            scores=scores,
+            scale_factor=scale_factor,
+            scaled=scaled,
+            allowed=allowed,
+            masked=scaled,
+            weights=self.weights[i],
+            output=self.outputs[i],
+        )
 
 
 @dataclass(frozen=True)

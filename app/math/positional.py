@@ -13,6 +13,7 @@ Rotating q at position p by p·ω and k at position r by r·ω makes their dot p
 p − r only, and a rotation keeps every row's length. Pure numpy; nothing here knows the web.
 """
 
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -22,10 +23,11 @@ KINDS: tuple[Positional, ...] = ("none", "sinusoidal", "rope")
 BASE = 10000.0
 
 
-def pair_frequencies(d: int) -> np.ndarray:
-    """ω_i = 10000^(−2i/d) for each column: columns 2i and 2i+1 share frequency i."""
+def pair_frequencies(d: int, base: float = BASE) -> np.ndarray:
+    """ω_i = base^(−2i/d) for each column (base 10000 unless a model says otherwise): columns
+    2i and 2i+1 share frequency i."""
     i = np.arange(d) // 2  # (d,)
-    return BASE ** (-2.0 * i / d)
+    return base ** (-2.0 * i / d)
 
 
 def sinusoidal(n: int, d_model: int) -> np.ndarray:
@@ -37,23 +39,35 @@ def sinusoidal(n: int, d_model: int) -> np.ndarray:
     return np.where(np.arange(d_model) % 2 == 0, np.sin(angles), np.cos(angles))
 
 
-def rope(m: np.ndarray, start: int = 0) -> np.ndarray:
-    """Rotate each pair (2i, 2i+1) of row p by θ = p · 10000^(−2i/d_head); d_head must be even.
+def rope(m: np.ndarray, start: int = 0, base: float = BASE) -> np.ndarray:
+    """Rotate each pair (2i, 2i+1) of row p by θ = p · base^(−2i/d_head); d_head must be even.
     Row r sits at position p = start + r (a decoder rotates one new row at its position).
+    Any leading axes (one per head) are rotated alike: (…, n, d_head).
 
     m'[p, 2i]   = m[p, 2i] cos θ − m[p, 2i+1] sin θ
     m'[p, 2i+1] = m[p, 2i] sin θ + m[p, 2i+1] cos θ
     """
-    n, d_head = m.shape
+    *_, n, d_head = m.shape
     if d_head % 2:
         raise ValueError(f"rope rotates pairs of numbers, so d_head must be even, not {d_head}")
-    theta = np.arange(start, start + n)[:, None] * pair_frequencies(d_head)[None, ::2]
-    cos, sin = np.cos(theta), np.sin(theta)
-    even, odd = m[:, 0::2], m[:, 1::2]  # (n, d_head/2) each
-    out = np.empty_like(m, dtype=float)
-    out[:, 0::2] = even * cos - odd * sin
-    out[:, 1::2] = even * sin + odd * cos
+    out = np.empty(m.shape, dtype=np.result_type(m, np.float32))  # float32 stays float32
+    cos, sin = rotation(start, n, d_head, base, out.dtype)
+    even, odd = m[..., 0::2], m[..., 1::2]  # (…, n, d_head/2) each
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
     return out
+
+
+@lru_cache(maxsize=16)
+def rotation(
+    start: int, n: int, d_head: int, base: float, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """cos θ and sin θ, (n, d_head/2), for positions start … start + n − 1. Kept for the last
+    few calls (read-only): a decoder rotates the same rows' q and k in every layer."""
+    theta = np.arange(start, start + n)[:, None] * pair_frequencies(d_head, base)[None, ::2]
+    cos, sin = np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+    cos.flags.writeable = sin.flags.writeable = False
+    return cos, sin
 
 
 def add_position(x: np.ndarray, kind: Positional) -> np.ndarray:

@@ -114,3 +114,69 @@ def is_punctuation(piece: str) -> bool:
     """A word piece made only of punctuation characters ("." "," "!" "##-" …)."""
     text = piece.removeprefix("##")
     return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+# ---------------------------------------------------------------- a causal decoder's heads
+#
+# A decoder's query i sees only keys 0 … i, so its measures are read from what each row saw:
+# the weight on the previous position, on itself and on the first position (a head whose
+# rows pile their weight there is an attention sink), and the entropy against ln of the keys
+# the row could see. Query 0 sees itself alone and says nothing about a head: the means are
+# over queries 1 … n − 1 (over query 0 only when it is the whole sequence).
+
+FIRST_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class CausalRoleMeans:
+    """Each head's means, arrays of shape (…), e.g. (layers, heads)."""
+
+    previous: np.ndarray
+    itself: np.ndarray  # "self" in the API
+    first: np.ndarray  # the weight on position 0
+    entropy: np.ndarray  # nats
+    broad_at: float  # 0.8 · the mean over the same queries of ln(keys seen)
+
+    def labels(self, index: tuple[int, ...]) -> list[str]:
+        """previous, self (> 0.5), first (> 0.5), broad (entropy ≥ broad_at), in that order."""
+        found = [
+            name
+            for name, values, limit in (
+                ("previous", self.previous, POSITION_THRESHOLD),
+                ("self", self.itself, POSITION_THRESHOLD),
+                ("first", self.first, FIRST_THRESHOLD),
+            )
+            if values[index] > limit
+        ]
+        if self.entropy[index] >= self.broad_at:
+            found.append("broad")
+        return found
+
+
+def causal_role_means(
+    previous: np.ndarray,
+    itself: np.ndarray,
+    first: np.ndarray,
+    entropy: np.ndarray,
+    visible: np.ndarray,
+) -> CausalRoleMeans:
+    """Means of per-row measures (…, n) and the keys each row saw (n,) → CausalRoleMeans."""
+    rows = slice(1, None) if len(visible) > 1 else slice(None)
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        return np.asarray(values)[..., rows].mean(axis=-1)
+
+    return CausalRoleMeans(
+        previous=mean(previous),
+        itself=mean(itself),
+        first=mean(first),
+        entropy=mean(entropy),
+        broad_at=BROAD_FRACTION * float(np.log(np.asarray(visible)[rows]).mean()),
+    )
+
+
+def induction_scores(lookback: np.ndarray, length: int) -> np.ndarray:
+    """Olsson et al. (2022): on `length` random tokens repeated once, a head's mean weight from
+    each position i of the second copy to i − length + 1, the token that followed the same
+    token in the first copy. lookback (…, 2·length): each row's weight on i − length + 1."""
+    return np.asarray(lookback)[..., length : 2 * length].mean(axis=-1)

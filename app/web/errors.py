@@ -22,7 +22,7 @@ from app.web.responses import JSONResponse
 
 
 def invalid_input(request: Request, errors: list[dict[str, Any]]) -> JSONResponse:
-    """The 422 answer; the messages also go into the request's log line (app.requestlog)."""
+    """The 422 answer; the messages also go into the request's log line (app/web/requestlog.py)."""
     request.state.invalid = [e["msg"] for e in errors]
     return JSONResponse({"detail": errors}, status_code=422)
 

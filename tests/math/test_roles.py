@@ -147,3 +147,56 @@ def test_too_small_or_non_square_weights_are_refused() -> None:
         roles.role_means(np.ones((1, 1)))
     with pytest.raises(ValueError, match="square"):
         roles.role_means(np.ones((2, 3)))
+
+
+# ---------------------------------------------------------------- a causal decoder's heads
+
+
+def causal_rows(weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-row measures the decoder's AttentionLog keeps, for one head's n × n weights."""
+    n = weights.shape[-1]
+    i = np.arange(n)
+    return {
+        "previous": np.where(i > 0, weights[i, np.maximum(i - 1, 0)], 0.0),
+        "itself": weights[i, i],
+        "first": weights[:, 0],
+        "entropy": roles.row_entropy(weights),
+        "visible": i + 1,
+    }
+
+
+def test_causal_roles_label_a_previous_token_head_a_sink_and_a_broad_head() -> None:
+    n = 6
+    previous = np.eye(n, k=-1)
+    previous[0, 0] = 1.0  # query 0 can only see itself
+    sink = np.zeros((n, n))
+    sink[:, 0] = 1.0
+    broad = np.tri(n) / np.arange(1, n + 1)[:, None]  # every visible key alike
+    heads = [causal_rows(w) for w in (previous, sink, broad)]
+    means = roles.causal_role_means(
+        *(
+            np.stack([h[name] for h in heads])
+            for name in ("previous", "itself", "first", "entropy")
+        ),
+        heads[0]["visible"],
+    )
+    # the sink head's query 1 finds position 0 just before it: 1 of 5 rows
+    assert means.previous.tolist() == [1.0, 0.2, pytest.approx(np.mean(1 / np.arange(2, n + 1)))]
+    assert means.first[1] == 1.0  # queries 1 … 5 all on position 0 (query 0 left out)
+    assert means.itself[0] == 0.0
+    assert means.broad_at == pytest.approx(0.8 * np.mean(np.log(np.arange(2, n + 1))))
+    assert [means.labels((h,)) for h in range(3)] == [["previous"], ["first"], ["broad"]]
+
+
+def test_causal_roles_of_a_single_token_read_query_zero() -> None:
+    one = np.ones((1, 1))
+    rows = causal_rows(one)
+    means = roles.causal_role_means(
+        rows["previous"], rows["itself"], rows["first"], rows["entropy"], rows["visible"]
+    )
+    assert (float(means.itself), float(means.first), means.broad_at) == (1.0, 1.0, 0.0)
+
+
+def test_the_induction_score_averages_the_second_copy_only() -> None:
+    lookback = np.array([[0.9, 0.9, 0.9, 0.1, 0.3, 0.5, 0.7, 0.0]])  # length 3, then a 7th token
+    np.testing.assert_allclose(roles.induction_scores(lookback, 3), [0.3])

@@ -6,6 +6,9 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from app.features.decoder.results import DecoderResult
+from app.features.decoder.schemas import DecoderRequest
+from app.features.decoder.service import compute_decoder
 from app.features.heads.schemas import HeadsRequest, HeadsResult
 from app.features.heads.service import compute_heads
 from app.features.kernel.results import DecodeResult, TiledResult
@@ -150,3 +153,24 @@ def test_the_pages_refuse_it_too(small_budget: TestClient) -> None:
     assert "make tokens, heads, d_head, d_model smaller" in heads.text
     spanish = small_budget.get("/", params={**query, "lang": "es"})
     assert "la respuesta ocuparía unos" in spanish.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"text": "The cat sat on the mat."},
+        {"text": "word " * 56, "generate": 4, "weights": "all"},
+        {"text": "word " * 200, "generate": 8, "weights": "layer", "head": 3, "top": 20},
+        {"repeat_random": {"length": 32}, "head": 0},
+    ],
+)
+def test_the_decoder_estimate_follows_the_real_answers(body: dict) -> None:
+    req = DecoderRequest(**body)
+    result = compute_decoder(req, UNBOUNDED)
+    m = result.model
+    layers = {"none": 0, "layer": 1, "all": m.layers}[req.weights]
+    estimate = DecoderResult.answer_bytes(
+        len(result.tokens), len(result.steps), req.top, (m.layers, m.heads, m.d_model, m.d_head),
+        layers, req.head is not None,
+    )  # fmt: skip
+    assert_close(estimate, len(dumps(result.json())))

@@ -7,18 +7,16 @@ kept per process: a classroom pressing the button together waits for one run, an
 costs no thread (the callers await it; only the run itself has one).
 """
 
-import asyncio
 import os
 import platform
-import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from app.core.errors import BusyError
+from app.core.background import OnceInBackground
 from app.math import attention as att
 
 D_HEAD = 64
@@ -135,49 +133,14 @@ def measure_scaling(max_n: int, time_cap_s: float) -> Measurement:
     )
 
 
-@dataclass
-class MeasurementCache:
-    """One measurement per process: the first caller starts it in its own thread, every caller
-    (the first too) awaits it. A waiting request holds no worker thread, so a class pressing
-    the button together leaves the thread pool to the other pages. A failed run is started
-    again by the next caller."""
+class MeasurementCache(OnceInBackground[Measurement]):
+    """One measurement per process (app/core/background.py): a classroom pressing the button
+    together waits for one run, holding no worker thread while it waits."""
 
-    max_n: int
-    time_cap_s: float
-    wait_s: float
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()  # held only to start a run, never while it runs
-        self._run: Future[Measurement] | None = None
-
-    @property
-    def result(self) -> Measurement | None:
-        """The finished measurement, or None when none has finished yet."""
-        run = self._run
-        if run is None or not run.done() or run.exception() is not None:
-            return None
-        return run.result()
-
-    def _started(self) -> Future[Measurement]:
-        with self._lock:
-            run = self._run
-            if run is None or (run.done() and run.exception() is not None):
-                run = self._run = Future()
-                run.set_running_or_notify_cancel()  # a waiter giving up cannot cancel it
-                threading.Thread(target=self._measure, args=(run,), daemon=True).start()
-            return run
-
-    def _measure(self, run: Future[Measurement]) -> None:
-        try:
-            run.set_result(measure_scaling(self.max_n, self.time_cap_s))
-        except Exception as exc:  # handed to every waiter
-            run.set_exception(exc)
-
-    async def get(self) -> Measurement:
-        """The measurement, started if need be; BusyError after wait_s of waiting."""
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(self._started()), self.wait_s)
-        except TimeoutError:
-            raise BusyError(
-                "a timing run is still going on this server; try again in a few seconds"
-            ) from None
+    def __init__(self, max_n: int, time_cap_s: float, wait_s: float) -> None:
+        super().__init__(
+            partial(measure_scaling, max_n, time_cap_s),
+            wait_s,
+            "a timing run is still going on this server; try again in a few seconds",
+        )
+        self.max_n, self.time_cap_s = max_n, time_cap_s

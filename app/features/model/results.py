@@ -9,7 +9,7 @@ from typing_extensions import TypedDict  # pydantic reads its fields on Python 3
 
 from app.core import arrays
 from app.core.budget import sized
-from app.features.stages.results import QueryBreakdown, StageFields
+from app.features.stages.results import QueryBreakdown, StageFields, TrainedHead
 from app.math.similarity import HeadEffect
 
 
@@ -53,16 +53,8 @@ class Compared:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelHead(StageFields):
+class ModelHead(TrainedHead):
     """One trained head: x is the hidden state entering the layer; q = x·W_Q + b_Q, …"""
-
-    layer: int
-    head: int
-    d_head: int
-    scale_factor: float
-    ablated: bool  # switched off: its weights are computed, its output is zeroed
-    x: arrays.Matrix  # (n, d_model)
-    query: QueryBreakdown
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -155,13 +155,16 @@ def load_model(model_dir: Path | None = None) -> LoadedModel:
 
 
 def model_state(model_dir: Path | None = None) -> str:
-    """For /healthz, without reading anything big: "ready" (read), "not loaded yet" (its
-    files are there; the first model request reads them), "missing" or "unreadable"."""
+    """For /healthz and /readyz, without reading anything big: "ready" (read), "loading"
+    (being read), "not loaded yet" (its files are there; the first model request reads them),
+    "missing" or "unreadable"."""
     directory = model_dir or package_model_dir()
     if directory is None:
         return "missing"
     if directory in _loaded:
         return "ready"
+    if _lock.locked() and directory not in _failed:
+        return "loading"
     if directory in _failed:
         return "unreadable" if _failed[directory].reason == "unreadable" else "missing"
     files = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)

@@ -135,3 +135,17 @@ def query_breakdown(tokens: list[str], stages: StageFields | HeadStages, i: int)
         for j, (dot, scaled, visible, weight, value) in enumerate(columns)
     ]
     return QueryBreakdown(index=i, token=tokens[i], rows=rows, output=weighted.sum(axis=0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainedHead(StageFields):
+    """One head of a trained model (/model, /decoder): its stages, where it sits, and x, the
+    hidden state its projections read."""
+
+    layer: int
+    head: int
+    d_head: int
+    scale_factor: float
+    ablated: bool  # switched off: its weights are computed, its output is zeroed
+    x: Matrix  # (n, d_model)
+    query: QueryBreakdown

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -29,6 +30,7 @@ from app.core.limits import (
     MAX_TOKEN_CHARS,
 )
 from app.core.rules import WORKED_TOKENS
+from app.math import decoding as dc
 from app.math.positional import KINDS, Positional
 
 Number = Annotated[
@@ -227,3 +229,51 @@ def check_mask(mask: MaskSpec, n: int) -> None:
                     f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
                     f"it must be {n} × {n}, one row and one column per token",
                 )
+
+
+class CacheSpec(BaseModel):
+    """What the cache keeps while decoding: everything, the last w positions, or the first s
+    as well (attention sinks, StreamingLLM)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: dc.Policy = Field(
+        "full",
+        description="full: every position; window: the last w; sinks: the first s and the last w.",
+    )
+    window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
+        None, description="w: how many of the latest positions are kept (window and sinks)."
+    )
+    sinks: Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)] | None = Field(
+        None, description="s: how many positions from the start are kept (sinks; default 1)."
+    )
+
+    def policy_used(self) -> dc.CachePolicy:
+        """The policy these fields ask for (sinks: one position unless said otherwise)."""
+        sinks = (1 if self.sinks is None else self.sinks) if self.policy == "sinks" else 0
+        return dc.CachePolicy(self.policy, self.window, sinks)
+
+    @model_validator(mode="after")
+    def fields_of_the_policy(self) -> "CacheSpec":
+        if self.policy != "full" and self.window is None:
+            raise field_error(
+                "window_missing",
+                f"the {self.policy} policy keeps the last w positions; give window, a whole "
+                "number of 1 or more",
+                "window",
+            )
+        if self.policy == "full" and self.window is not None:
+            raise field_error(
+                "window_unused",
+                "the full policy keeps every position, so a window has no effect; use policy "
+                '"window" or "sinks", or leave window out',
+                "window",
+            )
+        if self.policy != "sinks" and self.sinks is not None:
+            raise field_error(
+                "sinks_unused",
+                'sinks are kept only by the "sinks" policy; set policy to "sinks", or leave '
+                "sinks out",
+                "sinks",
+            )
+        return self

@@ -26,6 +26,8 @@ BF16 = 2
         ("qwen3-4b", 36 * 2 * 8 * 128 * 2, 36 * 2 * 8 * 128 * 2),
         # 32 layers · 2 · 8 kv heads · 128 (4096 / 32) · 2
         ("llama-3.1-8b", 32 * 2 * 8 * 128 * 2, 32 * 2 * 8 * 128 * 2),
+        # 30 layers · 2 · 3 kv heads · 64 (576 / 9) · 2
+        ("smollm2-135m", 30 * 2 * 3 * 64 * 2, 30 * 2 * 3 * 64 * 2),
     ],
 )
 def test_new_presets_kv_bytes_per_token(preset: str, per_token: int, beyond_windows: int) -> None:

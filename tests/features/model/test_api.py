@@ -220,7 +220,7 @@ def test_damaged_model_files_answer_503_with_a_sentence_and_no_server_path(
     damaged_model: Path,
 ) -> None:
     with TestClient(create_app(Settings(model_dir=damaged_model))) as client:
-        assert client.get("/healthz").json() == {"status": "ok", "model": "not loaded yet"}
+        assert client.get("/healthz").json()["model"] == "not loaded yet"
         api = post(client, text=SENTENCE)
         page = client.get("/model")
         again = post(client, text=SENTENCE)  # the failure is kept: no second read
@@ -233,7 +233,7 @@ def test_damaged_model_files_answer_503_with_a_sentence_and_no_server_path(
     assert "could not run on this input" not in page.text
     for text in (api.text, page.text):
         assert str(damaged_model) not in text
-    assert health == {"status": "ok", "model": "unreadable"}
+    assert (health["status"], health["model"]) == ("ok", "unreadable")
 
 
 def test_an_empty_model_dir_names_the_missing_files_but_not_the_folder(tmp_path: Path) -> None:
@@ -246,4 +246,5 @@ def test_an_empty_model_dir_names_the_missing_files_but_not_the_folder(tmp_path:
 
 def test_healthz_says_the_model_is_ready_once_it_has_run(client: TestClient) -> None:
     post(client, text=SENTENCE)
-    assert client.get("/healthz").json() == {"status": "ok", "model": "ready"}
+    health = client.get("/healthz").json()
+    assert (health["status"], health["model"]) == ("ok", "ready")

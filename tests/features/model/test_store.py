@@ -112,3 +112,27 @@ def test_threads_share_one_tokenizer_safely() -> None:
     for t in threads:
         t.join()
     assert all(got == [expected[i]] * 50 for i, got in results.items())
+
+
+def test_the_model_is_said_to_be_loading_while_it_is_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    reading, finish = threading.Event(), threading.Event()
+
+    def slow_read(directory: Path) -> object:
+        reading.set()
+        finish.wait(10)
+        return object()
+
+    monkeypatch.setattr(model_store, "_read", slow_read)
+    monkeypatch.setattr(model_store, "_loaded", {})
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (tmp_path / name).write_text("{}")
+    assert model_store.model_state(tmp_path) == "not loaded yet"
+    loading = threading.Thread(target=load_model, args=(tmp_path,))
+    loading.start()
+    assert reading.wait(10)
+    assert model_store.model_state(tmp_path) == "loading"
+    finish.set()
+    loading.join()
+    assert model_store.model_state(tmp_path) == "ready"

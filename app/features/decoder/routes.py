@@ -1,0 +1,60 @@
+"""A real decoder, its cache and its next token: POST /api/decoder, GET /api/decoder/measure."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from app.features.decoder.measure import DecodeTiming, decode_timing
+from app.features.decoder.results import DecoderResult
+from app.features.decoder.schemas import DecoderRequest
+from app.features.decoder.service import compute_decoder, ready_decoder
+from app.features.decoder.store import decoder_store
+from app.settings import Settings
+from app.web.cache import cacheable
+from app.web.deps import ERRORS, ErrorResponse, SettingsDep
+from app.web.responses import JSONResponse
+
+
+@asynccontextmanager
+async def preload(app: FastAPI) -> AsyncIterator[None]:
+    """At start-up: /healthz reports the decoder's state, and it starts loading (a thread of
+    its own) unless the settings say to wait for the first request."""
+    settings: Settings = app.state.settings
+    store = decoder_store(settings.decoder_gguf, settings.cache_dir)
+    app.state.decoder_state = lambda: store.state
+    if settings.decoder_preload:
+        store.start()
+    yield
+
+
+api = APIRouter(prefix="/api", tags=["api"], lifespan=preload)
+DECODER_ERRORS = {
+    **ERRORS,
+    503: {"model": ErrorResponse, "description": "Model not installed, or still loading"},
+}
+
+
+@api.post(
+    "/decoder",
+    response_model=DecoderResult,
+    responses=DECODER_ERRORS,
+    dependencies=[Depends(cacheable)],  # seeded: the same request gives the same answer
+)
+def decoder(req: DecoderRequest, settings: SettingsDep) -> JSONResponse:
+    """SmolLM2-135M-Instruct on a prompt: next-token candidates, surprisal, generation with
+    its KV cache, what each head does, one head's stages on request (503 with Retry-After
+    while the model loads)."""
+    return JSONResponse(compute_decoder(req, settings).json())
+
+
+@api.get("/decoder/measure", response_model=DecodeTiming, responses=DECODER_ERRORS)
+async def decoder_measure(settings: SettingsDep) -> JSONResponse:
+    """One decoding step with the cache and the same step recomputed without it, timed at a
+    few lengths (once per process); 503 with Retry-After while the run goes on. Async: a
+    caller waiting for the model or the run holds no thread."""
+    loaded = await ready_decoder(settings)
+    timing = decode_timing(
+        loaded.weights, settings.measure_time_cap_seconds, settings.measure_wait_seconds
+    )
+    return JSONResponse(await timing.get())

@@ -1,0 +1,53 @@
+"""A small ASGI app for the protocol's tests, served by uvicorn with app/server/protocol.py:
+each route shows one thing the protocol does to what reaches an app.
+
+    GET  /sleep?seconds=s   answers after s seconds (a request in progress)
+    GET  /bytes?size=n&after=s   an answer of n bytes, after s seconds (default 0) of work
+    POST /echo              how many bytes of body arrived, in how many messages
+    GET  /readyz            {"status": "ready"}, as the app's own
+    anything else           {"path": …}
+"""
+
+import asyncio
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from app.server.run import map_large_blocks
+from app.web.requestlog import configure_logging
+
+configure_logging("info")  # the protocol's own lines, as the app would have them
+map_large_blocks()  # as `python -m app` serves
+
+
+def number(scope: Scope, name: str, default: float = 0) -> float:
+    return float(parse_qs(scope["query_string"].decode()).get(name, [default])[0])
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] != "http":
+        return
+    path = scope["path"]
+    body: bytes
+    if path == "/sleep":
+        await asyncio.sleep(number(scope, "seconds"))
+        body = b'{"slept": true}'
+    elif path == "/bytes":
+        await asyncio.sleep(number(scope, "after", 0))
+        body = b"x" * int(number(scope, "size"))
+    elif path == "/echo":
+        received, messages, more = 0, 0, True
+        while more:
+            message = await receive()
+            received += len(message.get("body", b""))
+            messages += 1
+            more = message.get("more_body", False)
+        body = orjson.dumps({"received": received, "messages": messages})
+    elif path == "/readyz":
+        body = b'{"status": "ready"}'
+    else:
+        body = orjson.dumps({"path": path})
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -43,13 +43,15 @@ def cells_box(page: Page, figure: str) -> dict[str, float]:
 
 # Per server heatmap: its token labels, the smallest text on it as rendered (font size times
 # the picture's scale), labels over each other on one axis, the title over labels, axis titles
-# over labels, and its colour bar (first stop, the tick labels at both ends).
+# over labels, and its colour bar (first stop, the tick labels at both ends; a panel of small
+# multiples has its group's).
 HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
   const svg = f.querySelector('svg');
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
   const shown = (sel) => [...f.querySelectorAll(sel)]
     .filter((e) => e.getBoundingClientRect().width > 0);
-  const size = (e) => parseFloat(getComputedStyle(e).fontSize) * scale;
+  // to 0.01 px: a box's width is laid out in 1/64 px, so a 145.3 px picture measures 145.297
+  const size = (e) => Math.round(parseFloat(getComputedStyle(e).fontSize) * scale * 100) / 100;
   const rows = shown('.hm-rows text'), cols = shown('.hm-cols text');
   const over = (a, b, px = 1) => a.left + px < b.right && b.left + px < a.right
     && a.top + px < b.bottom && b.top + px < a.bottom;
@@ -62,9 +64,10 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
     ? labels.filter((b) => over(title.getBoundingClientRect(), b, 4)).length : 0;
   const axis_over = boxes(shown('.hm-axes text'))
     .filter((a) => labels.some((b) => over(a, b))).length;
-  const ticks = [...f.querySelectorAll('.hm-legend-parts text[text-anchor=middle]')]
+  const legend = f.closest('.hm-group') || f;  // small multiples share their group's bar
+  const ticks = [...legend.querySelectorAll('.hm-legend-parts text[text-anchor=middle]')]
     .map((e) => e.textContent.replace('−', '-'));
-  const stop = f.querySelector('linearGradient stop');
+  const stop = legend.querySelector('linearGradient stop');
   return {id: f.id, rows: rows.length, cols: cols.length, overlaps, under_title, axis_over,
           smallest: Math.min(...shown('text').map(size)),
           numbers: shown('.hm-nums text').map(size),

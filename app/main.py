@@ -21,6 +21,7 @@ from app.settings import Settings, environment_settings
 from app.web import errors, health
 from app.web.cache import AnswerCache
 from app.web.classroom import ClassroomMiddleware
+from app.web.deps import ClientLeftError
 from app.web.edge import Edge
 from app.web.requestlog import configure_logging
 from app.web.static import StaticFiles
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(BusyError, errors.busy_handler)
     application.add_exception_handler(ModelUnavailableError, errors.model_unavailable_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
+    application.add_exception_handler(ClientLeftError, errors.client_left_handler)
     for feature in FEATURES:
         application.include_router(feature.pages)
     for feature in FEATURES:

@@ -12,6 +12,10 @@ printing the figure each goal names, and the load average at the time.
    never read the ~12 MB answers, for 45 s. Goal: each worker's RSS grows by at most
    200 MB. Also: a normal request every 2 s meanwhile.
 4. A killed worker (SIGKILL): how soon a new one is running, and serving.
+6. Abandoned rankings: thirty clients each ask POST /api/model to rank the heads of two
+   sentences of their own (144 forward passes each) and hang up after 0.2 s; then one
+   normal POST /api/model. Goal: it is answered at most 2 s later than the same kind of
+   request on an idle server.
 5. SIGTERM on a fresh server with twelve heavy requests in progress: how soon new
    connections are refused, what a poll made during the drain gets, whether the twelve
    finish, and when the process exits.
@@ -469,6 +473,45 @@ def cpu_seconds(pid: int) -> float:
     return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# -- 6. abandoned rankings
+
+
+def model_body(text: str, rank: bool) -> bytes:
+    fields = {"text": text}
+    if rank:
+        fields |= {"compare_text": text + " again", "rank_heads": True}
+    return orjson.dumps(fields)
+
+
+async def timed(port: int, raw: bytes) -> tuple[int | str, float]:
+    start = time.monotonic()
+    status = await exchange(port, raw, timeout=120)
+    return status, time.monotonic() - start
+
+
+async def abandoned_rankings(port: int, count: int) -> None:
+    idle = [
+        await timed(port, request_bytes("POST", "/api/model", model_body(f"idle {i}", False)))
+        for i in range(3)
+    ]
+    abandoned = []
+    for i in range(count):  # each a new text: none is answered from the cache
+        s = socket.create_connection((HOST, port))
+        s.sendall(request_bytes("POST", "/api/model", model_body(f"sentence number {i}", True)))
+        await asyncio.sleep(0.2 / count)
+        abandoned.append(s)
+    await asyncio.sleep(0.2)
+    for s in abandoned:
+        s.close()
+    after = await timed(port, request_bytes("POST", "/api/model", model_body("after", False)))
+    baseline = statistics.median(t for _, t in idle)
+    print(
+        f"6. abandoned rankings: {count} clients asked for a head ranking and hung up after "
+        f"0.2 s; then a normal POST /api/model: {after[0]} in {after[1]:.2f} s against "
+        f"{baseline:.2f} s idle (delay {after[1] - baseline:+.2f} s; goal ≤ 2 s)"
+    )
+
+
 # -- 4. a killed worker
 
 
@@ -572,6 +615,7 @@ async def run(args: argparse.Namespace, source: Path) -> None:
             ("1", slow_bodies(server.port, args.slow, args.seconds)),
             ("2", fuzz(server.port, args.queries, args.bodies, args.fuzz_seconds)),
             ("3", unread_answers(server, args.unread, args.unread_seconds)),
+            ("6", abandoned_rankings(server.port, args.rankings)),
         ]
         for phase, step in steps:
             if phase not in phases:
@@ -597,7 +641,8 @@ def main() -> None:
     parser.add_argument("--fuzz-seconds", type=float, default=150, help="fuzzing time limit")
     parser.add_argument("--unread", type=int, default=150, help="connections not reading")
     parser.add_argument("--unread-seconds", type=float, default=45, help="watched for")
-    parser.add_argument("--phases", default="12345", help="which attacks to run, e.g. 35")
+    parser.add_argument("--rankings", type=int, default=30, help="abandoned head rankings")
+    parser.add_argument("--phases", default="123456", help="which attacks to run, e.g. 35")
     args = parser.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

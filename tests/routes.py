@@ -7,6 +7,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from app.main import create_app
 from app.settings import Settings
+from app.web.pages import PageForm
 
 
 def api_routes(app: FastAPI) -> dict[str, APIRoute]:
@@ -27,10 +28,31 @@ def page_routes(app: FastAPI) -> dict[str, APIRoute]:
     }
 
 
+def page_forms() -> list[type[PageForm]]:
+    """Every PageForm the app defines (app/web/pages.py), subclasses of subclasses included."""
+    found, stack = [], [PageForm]
+    while stack:
+        form = stack.pop()
+        found.append(form)
+        stack.extend(form.__subclasses__())
+    return found[1:]
+
+
+def feature(module: str) -> str:
+    """app.features.heads.routes → app.features.heads"""
+    return module.rsplit(".", 1)[0]
+
+
 def query_params(route: APIRoute) -> list[str]:
     """The query parameters a route reads (a page's state in the URL): those FastAPI knows,
-    and those its dependencies declare (app.web.deps.page_query)."""
-    names: set[str] = set()
+    those its dependencies declare (app.web.deps.page_query), and the fields of the page
+    forms its feature defines (a page that reads `SomeForm.read(request.query_params)`)."""
+    names: set[str] = {
+        name
+        for form in page_forms()
+        if feature(form.__module__) == feature(route.endpoint.__module__)
+        for name in form.model_fields
+    }
     stack = [route.dependant]
     while stack:
         dependant = stack.pop()

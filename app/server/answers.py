@@ -7,7 +7,6 @@ carries (the security headers and X-Request-ID: the client's when it looks like 
 logged as one JSON line like the app's request lines.
 """
 
-import secrets
 import time
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -20,7 +19,7 @@ from app.core.i18n import N_, format_number, gettext, use_locale
 from app.settings import Settings
 from app.web.edge import request_locale, too_large_message, too_long_message
 from app.web.requestlog import log_request
-from app.web.security import INCOMING_ID, security_headers
+from app.web.security import request_id, security_headers
 
 Headers = Sequence[tuple[bytes, bytes]]
 BUSY_RETRY_AFTER_S = 1
@@ -37,12 +36,6 @@ LARGE_HEADERS = N_(
     "(cookies included)."
 )
 BUSY = N_("The server is answering as many requests as it can; try again in a moment.")
-
-
-def request_id(headers: Headers) -> str:
-    """The client's X-Request-ID when it looks like one, else a new id (as the app's edge)."""
-    sent = next((v for k, v in headers if k == b"x-request-id"), b"").decode("latin-1")
-    return sent if INCOMING_ID.fullmatch(sent) else secrets.token_hex(8)
 
 
 def locale(target: bytes, headers: Headers) -> str:

@@ -1,8 +1,11 @@
 """What routes share: the settings dependency and the shape of the error answers they document."""
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import anyio.from_thread
 from annotated_types import MaxLen
 from fastapi import Depends, Request
 from pydantic import BaseModel
@@ -11,6 +14,34 @@ from pydantic.fields import FieldInfo
 from app.settings import Settings, get_settings
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+# How often heavy work asks whether its client is still there: each question is a round trip
+# to the event loop, so not between every small part.
+CLIENT_CHECK_INTERVAL_S = 0.05
+
+
+class ClientLeftError(Exception):
+    """The client closed its connection while its answer was being computed: the work stops,
+    and the request is logged as 499 (app/web/edge.py)."""
+
+
+async def client_check(request: Request) -> Callable[[], None]:
+    """For heavy work in a sync route (run in a worker thread): a callable to call between
+    its parts, which raises ClientLeftError once the client has gone."""
+    last_asked = 0.0
+
+    def check() -> None:
+        nonlocal last_asked
+        now = time.monotonic()
+        if now - last_asked < CLIENT_CHECK_INTERVAL_S:
+            return
+        last_asked = now
+        if anyio.from_thread.run(request.is_disconnected):
+            raise ClientLeftError
+
+    return check
+
+
+ClientCheck = Annotated[Callable[[], None], Depends(client_check)]
 
 
 class ErrorItem(BaseModel):

@@ -12,7 +12,6 @@
   error answers 500 with a sentence holding the id (the traceback goes to the log only).
 """
 
-import secrets
 import sys
 import time
 from urllib.parse import parse_qsl
@@ -24,7 +23,7 @@ from app.core.i18n import gettext, negotiate, use_locale
 from app.settings import Settings
 from app.web.requestlog import CLIENT_CLOSED, log_request
 from app.web.responses import JSONResponse
-from app.web.security import INCOMING_ID, security_headers
+from app.web.security import request_id, security_headers
 
 MAX_LENGTH_DIGITS = 15  # a Content-Length past a petabyte is not a length
 
@@ -105,11 +104,10 @@ class Edge:
             return
         start = time.perf_counter()
         headers = dict(scope["headers"])
-        incoming = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if INCOMING_ID.fullmatch(incoming) else secrets.token_hex(8)
-        scope.setdefault("state", {})["request_id"] = request_id
+        rid = request_id(scope["headers"])
+        scope.setdefault("state", {})["request_id"] = rid
         method = scope["method"]
-        added = [(b"x-request-id", request_id.encode()), *self.headers]
+        added = [(b"x-request-id", rid.encode()), *self.headers]
         status, started, completed, disconnected, received = 500, False, False, False, 0
         max_bytes = self.settings.max_body_bytes
 
@@ -154,12 +152,12 @@ class Edge:
                 await answer(inner, receive, send_out)
             except Exception:
                 if disconnected:  # the client left mid-request: nobody to answer
-                    log_request(scope, method, CLIENT_CLOSED, start, request_id)
+                    log_request(scope, method, CLIENT_CLOSED, start, rid)
                     return
-                log_request(scope, method, 500, start, request_id, exc_info=sys.exc_info())
+                log_request(scope, method, 500, start, rid, exc_info=sys.exc_info())
                 if started:
                     raise  # the answer is half sent: let the server drop the connection
-                answer = JSONResponse({"detail": server_error_message(request_id)}, 500)
+                answer = JSONResponse({"detail": server_error_message(rid)}, 500)
                 await answer(inner, receive, send_out)
                 return
-        log_request(scope, method, CLIENT_CLOSED if disconnected else status, start, request_id)
+        log_request(scope, method, CLIENT_CLOSED if disconnected else status, start, rid)

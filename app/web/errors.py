@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
@@ -18,6 +18,7 @@ from app.core.errors import (
     validation_errors,
 )
 from app.web.classroom import SCOPE_KEY, url
+from app.web.requestlog import CLIENT_CLOSED
 from app.web.responses import JSONResponse
 
 
@@ -39,6 +40,11 @@ async def input_error_handler(request: Request, exc: InputError) -> Any:
 async def busy_handler(request: Request, exc: BusyError) -> Any:
     headers = {"Retry-After": str(exc.retry_after_s)}
     return JSONResponse({"detail": exc.msg}, status_code=503, headers=headers)
+
+
+async def client_left_handler(request: Request, exc: Exception) -> Any:
+    """Nobody is left to read an answer: an empty one, for the log's 499."""
+    return Response(status_code=CLIENT_CLOSED)
 
 
 async def model_unavailable_handler(request: Request, exc: ModelUnavailableError) -> Any:

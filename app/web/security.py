@@ -6,9 +6,17 @@ attributes. `frame-ancestors` comes from the settings, so a course site can embe
 """
 
 import re
+import secrets
+from collections.abc import Iterable
 
 # An id sent by a proxy in front of us is kept when it looks like one; otherwise we make one.
 INCOMING_ID = re.compile(r"[A-Za-z0-9._-]{8,64}")
+
+
+def request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The client's X-Request-ID when it looks like one, else a new id."""
+    sent = next((v for k, v in headers if k == b"x-request-id"), b"").decode("latin-1")
+    return sent if INCOMING_ID.fullmatch(sent) else secrets.token_hex(8)
 
 
 def content_security_policy(frame_ancestors: str) -> str:

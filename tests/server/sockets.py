@@ -48,8 +48,8 @@ class Server:
         text = self.log.read_text(errors="replace")
         return [orjson.loads(line) for line in text.splitlines() if line.startswith("{")]
 
-    def line_of(self, request_id: str) -> dict:
-        deadline = time.monotonic() + 5
+    def line_of(self, request_id: str, seconds: float = 5) -> dict:
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             found = [line for line in self.lines() if line.get("request_id") == request_id]
             if found:
@@ -132,9 +132,11 @@ def answer(raw: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
     return int(lines[0].split()[1]), headers, body
 
 
-def ask(address: Address, request: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+def ask(
+    address: Address, request: bytes, timeout: float = 15.0
+) -> tuple[int, dict[bytes, bytes], bytes]:
     """Send `request` on a new connection and read the answer until the server closes it."""
-    with connect(address) as s:
+    with connect(address, timeout) as s:
         # Refused before it was all sent: the answer is waiting anyway.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             s.sendall(request)

@@ -16,7 +16,7 @@ import pytest
 from app.server.protocol import BoundedHttpToolsProtocol
 from app.server.run import bind_address, gunicorn_options, raise_open_file_limit
 from app.settings import Settings, cgroup_cpu_limit
-from tests.server.sockets import APP, Server, ask, get, serve
+from tests.server.sockets import APP, Server, ask, connect, get, serve
 
 TWO_WORKERS = {"WORKERS": "2", "MAX_HEADER_BYTES": "8192", "SHUTDOWN_GRACE_SECONDS": "30"}
 
@@ -153,3 +153,31 @@ def test_workers_default_to_the_available_cores(monkeypatch: pytest.MonkeyPatch)
     assert Settings().workers == min(2, len(os.sched_getaffinity(0)))
     monkeypatch.setattr("app.settings.cgroup_cpu_limit", lambda: None)
     assert Settings().workers == min(len(os.sched_getaffinity(0)), 64)
+
+
+def decoder_request(request_id: str, text: str) -> bytes:
+    """Sixteen generated tokens: long enough to leave during, short enough for a suite.
+    Each text once: a repeated request would be answered from the cache."""
+    body = orjson.dumps({"text": text, "generate": 16})
+    head = (
+        "POST /api/decoder HTTP/1.1\r\nHost: lab\r\nContent-Type: application/json\r\n"
+        f"X-Request-Id: {request_id}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def test_work_for_a_client_that_left_stops_and_is_logged_as_499(app_server: Server) -> None:
+    deadline = time.monotonic() + 120
+    full = decoder_request("served-in-full", "The sky is")
+    while (status := ask(app_server.address, full, 120)[0]) == 503:
+        assert time.monotonic() < deadline, "the decoder did not load"
+        time.sleep(0.5)  # still loading its weights
+    assert status == 200
+    served = app_server.line_of("served-in-full")["duration_ms"]
+    with connect(app_server.address) as s:
+        s.sendall(decoder_request("left-early-1", "The sea is"))
+        time.sleep(min(0.2, served / 1000 / 5))
+    left = app_server.line_of("left-early-1", seconds=120)
+    assert left["status"] == 499
+    # It stopped at its next check, not when the whole answer was ready.
+    assert left["duration_ms"] < served / 2

@@ -12,7 +12,7 @@ from app.features.decoder.service import compute_decoder, ready_decoder
 from app.features.decoder.store import decoder_store
 from app.settings import Settings
 from app.web.cache import cacheable
-from app.web.deps import ERRORS, ErrorResponse, SettingsDep
+from app.web.deps import ERRORS, ClientCheck, ErrorResponse, SettingsDep
 from app.web.responses import JSONResponse
 
 
@@ -41,11 +41,11 @@ DECODER_ERRORS = {
     responses=DECODER_ERRORS,
     dependencies=[Depends(cacheable)],  # seeded: the same request gives the same answer
 )
-def decoder(req: DecoderRequest, settings: SettingsDep) -> JSONResponse:
+def decoder(req: DecoderRequest, settings: SettingsDep, check: ClientCheck) -> JSONResponse:
     """SmolLM2-135M-Instruct on a prompt: next-token candidates, surprisal, generation with
     its KV cache, what each head does, one head's stages on request (503 with Retry-After
-    while the model loads)."""
-    return JSONResponse(compute_decoder(req, settings).json())
+    while the model loads). The work stops, between layers, when the client leaves."""
+    return JSONResponse(compute_decoder(req, settings, check).json())
 
 
 @api.get("/decoder/measure", response_model=DecodeTiming, responses=DECODER_ERRORS)

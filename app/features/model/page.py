@@ -36,7 +36,7 @@ from app.features.model.reading import (
     thresholds_sentence,
 )
 from app.features.model.results import ModelHead
-from app.features.model.service import ModelResult, compute_model
+from app.features.model.service import ModelResult, compute_model, still_wanted
 from app.features.model.store import MODEL_SHAPE, load_model, word_pieces
 from app.features.stages.page import HeadStages, Stage, Table, head_stages, matrix_map
 from app.features.stages.results import OneHead
@@ -239,14 +239,18 @@ def model_page(
     notes: list[str],
     settings: Settings,
     link: Callable[[str], str] = str,
+    check: Callable[[], None] = still_wanted,
 ) -> Page:
     """Everything /model shows for one state, the model run once; what cannot be used is
     said. `link` makes a local address a link that keeps the reader's view (language,
-    presenter mode): the grid's panels are links built here."""
+    presenter mode): the grid's panels are links built here. `check` may stop the ranking
+    of the heads between its parts (a live update the reader has already replaced)."""
     form = form.opened()
     view = ModelView(form=form, link=link)
     try:
-        result = compute_model(form.request(), settings, rank_if_short=True, as_json=False)
+        result = compute_model(
+            form.request(), settings, rank_if_short=True, as_json=False, check=check
+        )
     except InputError as error:
         problems = [*problems, Problem(str(error.loc[0]), error.msg)]
     except ValidationError as error:

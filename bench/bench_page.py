@@ -16,8 +16,8 @@ browser, and the bytes a first visit and a warm reload transfer.
 
 - Typing: ten characters typed into the lab's text field at 80 ms per key (real key
   events, the way a teacher types), at n = 16; the time from the last key to the frame after
-  the final redraw (static/js/live.js debounces, aborts and ignores stale answers), median
-  of 10 rounds.
+  the final redraw, told by the page's `live:updated` event (static/js/live.js debounces,
+  aborts and ignores stale answers), median of 10 rounds.
 - Edit-to-picture on /heads (h = 8, g = 2, n = 16) and /model (a 12-word sentence): one
   field changed, from the input event to the frame after the new picture is drawn, median
   of 10.
@@ -28,8 +28,7 @@ warm reload ≤ 100 KB.
 
     .venv/bin/python bench/bench_page.py          # everything
     .venv/bin/python bench/bench_page.py --live   # only typing and edit-to-picture
-    .venv/bin/python bench/bench_page.py --live --floor   # and typing with one heatmap drawn:
-                                                          # what plotly leaves for the rest
+    .venv/bin/python bench/bench_page.py --typing # only the lab's typing case
 """
 
 import http.client
@@ -170,86 +169,50 @@ def edit_to_redraw(browser: Browser, base: str, n: int) -> tuple[float, float, f
 
 # Watches the page while real keys arrive: the time of the last key (when it reached the
 # page, event.timeStamp, so a key held up behind a redraw counts from its arrival), and of the
-# frame after each redraw (live.js counts a swap in data-live-redraws once its figures on
-# screen are drawn).
+# frame after each redraw (static/js/live.js sends "live:updated" after each swap; the lab's
+# heatmaps are the server's SVG, so the swap is the drawing and the next frame shows it).
 WATCH_TYPING = """() => {
-  const root = document.documentElement;
-  window.__bench = { lastKey: 0, lastDraw: 0, draws: 0 };
+  window.__bench = { lastKey: 0, lastDraw: 0, draws: 0, url: "" };
   document.addEventListener("keydown", (e) => { window.__bench.lastKey = e.timeStamp; }, true);
-  new MutationObserver(() => {
+  document.addEventListener("live:updated", (e) => {
+    const url = e.detail.url;
     requestAnimationFrame(() => {
       window.__bench.lastDraw = performance.now();
       window.__bench.draws += 1;
+      window.__bench.url = url;
     });
-  }).observe(root, { attributes: true, attributeFilter: ["data-live-redraws"] });
+  });
 }"""
 
 
-# Where the final redraw's time went (static/js/live.js records its last update): from the
-# last key to the swap (the debounce, or the request and parsing if they took longer), the
-# request and the parsing alone (asked for at the key, they overlap the debounce), swapping
-# the answer in, drawing the figures on screen.
-LAST_UPDATE = """() => {
-  const u = window.AttentionLab.lastUpdate, s = window.AttentionLab.lastSwap;
-  return [u.answered, u.fetch, u.parse, s.dom, s.figures];
-}"""
-PARTS = ("to the swap", "request", "parse", "swap", "figures")
-
-
-def by_part(parts: list[float]) -> str:
-    """ "to the swap 104.1, request 32.8, …": each part of an update, in ms."""
-    return ", ".join(f"{k} {v:.1f}" for k, v in zip(PARTS, parts, strict=True))
-
-
-# The lab's heatmaps but Q·Kᵀ, for --floor: hidden (display: none), figures.js never draws them.
-ALL_BUT_ONE = ("fig-scaled", "fig-masked", "fig-weights", "fig-weighted", "fig-output")
-
-
-def typing_lab(
-    browser: Browser, base: str, n: int = 16, hidden: tuple[str, ...] = ()
-) -> tuple[float, int, list[float]]:
-    """Median ms from the last of ten keys to the frame after the final redraw, how many
-    redraws the ten keys cost (median), and the median of each part of the last update.
-    `hidden`: figures (data-figure ids) left out of the page, to measure what the rest costs."""
+def typing_lab(browser: Browser, base: str, n: int = 16) -> tuple[float, int]:
+    """Median ms from the last of ten keys to the frame after the final redraw, and how many
+    redraws the ten keys cost (median)."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
-    if hidden:
-        rules = "".join(f'[data-figure="{name}"] {{ display: none }}' for name in hidden)
-        script = "document.addEventListener('DOMContentLoaded', () => {"
-        script += " const s = document.createElement('style');"
-        script += f" s.textContent = {rules!r}; document.head.append(s); }});"
-        context.add_init_script(script)
     page = context.new_page()
     results: list[tuple[float, int]] = []
-    parts: list[list[float]] = []
+    word = "abcdefghij"
+    expected = " ".join(f"w{i}" for i in range(n)) + word
+    final = "() => new URL(window.__bench.url, location.href).searchParams.get('tokens')"
     for round_ in range(ROUNDS + 1):
-        page.goto(lab_url(n))
-        wait_until_drawn(page)
+        page.goto(lab_url(n), wait_until="load")
         page.evaluate(WATCH_TYPING)
         field = page.locator("#tokens")
         field.click()
         field.press("End")
-        word = "abcdefghij"
         field.press_sequentially(word, delay=KEY_MS)
-        expected = " ".join(f"w{i}" for i in range(n)) + word
         deadline = time.monotonic() + 10
-        while True:  # quiet: the address bar has the last key's state and nothing is pending
-            page.wait_for_timeout(300)
-            done = page.evaluate(
-                "([text]) => new URL(location.href).searchParams.get('tokens') === text",
-                [expected],
-            )
-            if done or time.monotonic() > deadline:
-                break
-        if not done:
-            raise RuntimeError("the lab never showed the typed text")
+        while page.evaluate(final) != expected:  # until the last key's state is drawn
+            if time.monotonic() > deadline:
+                raise RuntimeError("the lab never showed the typed text")
+            page.wait_for_timeout(20)
+        page.wait_for_timeout(300)  # and nothing after it: a later redraw would count
         bench = page.evaluate("window.__bench")
-        if round_ > 0:  # the first round warms plotly and the server up
+        if round_ > 0:  # the first round warms the server and the browser up
             results.append((bench["lastDraw"] - bench["lastKey"], bench["draws"]))
-            parts.append(page.evaluate(LAST_UPDATE))
     context.close()
     typed = statistics.median(r[0] for r in results)
-    medians = [statistics.median(p[i] for p in parts) for i in range(len(PARTS))]
-    return typed, int(statistics.median(r[1] for r in results)), medians
+    return typed, int(statistics.median(r[1] for r in results))
 
 
 def edit_to_picture(browser: Browser, base: str, url: str, field: str, values: list[str]) -> float:
@@ -298,10 +261,14 @@ def main() -> None:
     only_live = "--live" in sys.argv  # only the typing and edit-to-picture figures
     with running_app() as port:
         base = f"http://127.0.0.1:{port}"
-        if not only_live:
+        if not only_live and "--typing" not in sys.argv:
             throughput(port)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            if "--typing" in sys.argv:  # only the lab's typing case
+                typing_figure(browser, base)
+                browser.close()
+                return
             if not only_live:
                 edits_and_bytes(browser, base)
             live_figures(browser, base)
@@ -320,16 +287,15 @@ def edits_and_bytes(browser: Browser, base: str) -> None:
     print(f"  warm reload  {warm:>10,} B  (≤ 100,000)")
 
 
-def live_figures(browser: Browser, base: str) -> None:
-    typed, draws, parts = typing_lab(browser, base)
+def typing_figure(browser: Browser, base: str) -> None:
+    typed, draws = typing_lab(browser, base)
     print(f"Typing ten keys at {KEY_MS} ms into the lab's text field, n = 16")
     print(f"  last key to final redraw {typed:7.1f} ms  (≤ 150 ms), median of {ROUNDS}")
     print(f"  redraws for the ten keys {draws:7d}")
-    print(f"  the last update, median ms: {by_part(parts)}")
-    if "--floor" in sys.argv:  # the same typing with one heatmap on screen instead of six
-        typed, draws, parts = typing_lab(browser, base, hidden=ALL_BUT_ONE)
-        print(f"  the same with only Q·Kᵀ drawn {typed:7.1f} ms, {draws} redraws")
-        print(f"  its last update, median ms: {by_part(parts)}")
+
+
+def live_figures(browser: Browser, base: str) -> None:
+    typing_figure(browser, base)
     print(f"Edit-to-picture, median of {ROUNDS}")
     # The last word changes (the seed would also redraw the √d_k panel, which is not a head).
     words = " ".join(f"w{i}" for i in range(15))

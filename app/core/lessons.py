@@ -39,7 +39,7 @@ class Lesson:
         return {**self.params, "lesson": self.slug or ""}
 
 
-# The lab's generated examples use four-wide vectors (app/features/lab/state.py reads these names).
+# The lab's generated examples use four-wide vectors (app/features/lab/form.py reads these names).
 GENERATED = {"d_model": "4", "d_k": "4", "d_v": "4"}
 
 LESSONS: tuple[Lesson, ...] = (

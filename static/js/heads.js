@@ -14,32 +14,39 @@
     regions: function (doc) { return doc.liveStatus === 422 ? ["heads-results"] : ["live"]; },
   });
 
-  function open(head) {
-    document.getElementById("head").value = String(head);
+  // A head's panel in the figure of every head links to the state with that head chosen (its
+  // title's href, which works without JavaScript too): here the form takes that head and
+  // asks for it, so that an edit still waiting for its answer is kept.
+  function open(panel) {
+    const link = panel && panel.querySelector(".hm-title a[href]");
+    if (!link) return;
+    const head = new URL(link.href).searchParams.get("head");
+    if (head === null) return;
+    document.getElementById("head").value = head;
     heads.update({ now: true });
   }
 
-  // A click on a head in the figure of every head opens it: the figure is one heatmap of
-  // panels, and its meta names the head of each (panels[row // rows][column // cols]).
-  document.addEventListener("figure:drawn", function (event) {
-    const plot = event.target;
-    if (plot.dataset.figure !== "fig-heads" || plot.dataset.clickable) return;
-    plot.dataset.clickable = "1";
-    plot.on("plotly_click", function (data) {
-      const point = data.points && data.points[0];
-      const meta = plot.data[0].meta;
-      if (!point || !meta || !Array.isArray(point.pointNumber)) return;
-      const row = meta.panels[Math.floor(point.pointNumber[0] / meta.rows)] || [];
-      const head = row[Math.floor(point.pointNumber[1] / meta.cols)];
-      if (head !== undefined) open(head);
-    });
+  function panelOf(target) {
+    return target instanceof Element ? target.closest("#fig-heads .hm-panel") : null;
+  }
+
+  // A click on a head's title or picture opens it (a modified click opens the link as usual);
+  // on the chosen head a click on a cell only reads it (static/js/heatmap.js).
+  document.addEventListener("click", function (event) {
+    const panel = panelOf(event.target);
+    if (!panel || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    const onTitle = event.target.closest(".hm-title a");
+    if (!onTitle && panel.classList.contains("hm-chosen-panel")) return;
+    event.preventDefault();
+    open(panel);
   });
 
-  // A head's link (which works without JavaScript too) selects that head.
-  document.addEventListener("click", function (event) {
-    const link = event.target.closest("#heads-results a[data-head]");
-    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  // Enter on a focused panel (its arrows move between cells) opens its head.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || event.altKey || event.ctrlKey || event.metaKey) return;
+    const panel = panelOf(event.target);
+    if (!panel || !event.target.matches(".hm-svg")) return;
     event.preventDefault();
-    open(link.dataset.head);
+    open(panel);
   });
 })();

@@ -1,5 +1,5 @@
 // The head lab, live (static/js/live.js does the fetching and swapping): every edit asks the
-// server to re-render the results (GET /?…&fragment=…). No attention arithmetic here: this
+// server for the page's fragment (GET /?…&fragment=1). No attention arithmetic here: this
 // file only joins grid cells into the URL's compact rows and says which parts to take.
 "use strict";
 
@@ -14,7 +14,7 @@
       .join(";");
   }
 
-  function stateParams(f, submitter, job) {
+  function stateParams(f, submitter) {
     const params = new URLSearchParams();
     new FormData(f).forEach(function (value, key) {
       if (!MATRIX_NAMES.has(key) && key !== "action") params.append(key, value);
@@ -29,15 +29,15 @@
     if (mode && mode.value === "custom" && pattern) {
       params.append("allowed", rows(pattern, function (b) { return b.checked ? "1" : "0"; }, ""));
     }
-    const action = job && job.submitter && job.submitter.name === "action" ? job.submitter.value : null;
-    if (action) params.append("action", action);
-    params.append("fragment", structural(job) ? "all" : "results");
+    if (submitter && submitter.name === "action") params.append("action", submitter.value);
     return params;
   }
 
+  // An edit that changes the controls' shape (a size, the text, the mask, a button) takes
+  // the server's controls too; a number typed into a grid leaves them as they are.
   function structural(job) {
     if (!job) return false;
-    if (job.submitter) return true; // a button: Generate, Randomize, Identity, Update
+    if (job.submitter) return true;
     return Boolean(job.target && job.target.hasAttribute && job.target.hasAttribute("data-structural"));
   }
 
@@ -49,14 +49,14 @@
         target: older.target, submitter: older.submitter || newer.submitter,
       }) : newer;
     },
-    url: function (params) { return "/?" + params.toString(); },
+    url: function (params) { return "/?" + params.toString() + "&fragment=1"; },
     regions: function (doc, job) {
-      const messages = doc.getElementById("lab-messages");
-      if (messages && messages.dataset.problems === "1") {
-        document.getElementById("lab-results").classList.add("stale");
-        return ["lab-messages"]; // keep the last good results, greyed, under the sentences
+      const results = document.getElementById("lab-results");
+      if (doc.liveStatus === 422) { // keep the last good results, greyed, under the sentences
+        if (results) results.classList.add("stale");
+        return ["page-messages"];
       }
-      return structural(job) ? ["lab-messages", "lab-editor", "lab-results"] : ["lab-messages", "lab-results"];
+      return structural(job) ? ["page-messages", "lab-editor", "lab-results"] : ["page-messages", "lab-results"];
     },
     done: function (doc) {
       const json = document.getElementById("json-link");
@@ -82,6 +82,4 @@
     document.getElementById("query").value = pick.dataset.query;
     lab.update({ now: true });
   });
-
-  window.AttentionLab.labState = function () { return stateParams(document.getElementById("lab-form")); };
 })();

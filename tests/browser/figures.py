@@ -43,8 +43,8 @@ def cells_box(page: Page, figure: str) -> dict[str, float]:
 
 # Per server heatmap: its token labels, the smallest text on it as rendered (font size times
 # the picture's scale), labels over each other on one axis, the title over labels, axis titles
-# over labels, and its colour bar (first stop, the tick labels at both ends; a panel of small
-# multiples has its group's).
+# over labels, and its colour bar (first stop, the tick labels at both ends; a panel's is its
+# group's) or, for states, its legend's swatches.
 HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
   const svg = f.querySelector('svg');
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
@@ -64,7 +64,8 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
     ? labels.filter((b) => over(title.getBoundingClientRect(), b, 4)).length : 0;
   const axis_over = boxes(shown('.hm-axes text'))
     .filter((a) => labels.some((b) => over(a, b))).length;
-  const legend = f.closest('.hm-group') || f;  // small multiples share their group's bar
+  // a panel of small multiples has no legend of its own: its group's colour bar is its
+  const legend = f.classList.contains('hm-panel') ? f.closest('.hm-group') : f;
   const ticks = [...legend.querySelectorAll('.hm-legend-parts text[text-anchor=middle]')]
     .map((e) => e.textContent.replace('−', '-'));
   const stop = legend.querySelector('linearGradient stop');
@@ -72,6 +73,7 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
           smallest: Math.min(...shown('text').map(size)),
           numbers: shown('.hm-nums text').map(size),
           first_stop: stop ? stop.getAttribute('stop-color') : null,
+          swatches: f.querySelectorAll('.hm-swatch').length,
           low: ticks.length ? parseFloat(ticks[0]) : null,
           high: ticks.length ? parseFloat(ticks[ticks.length - 1]) : null};
 })"""

@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import axe_violations, save_screenshot
+from tests.browser.figures import cells_box, heatmaps
 
 PROJECTOR = {"width": 1280, "height": 720}
 
@@ -36,7 +37,18 @@ def test_presenter_mode_on_a_projector(page: Page, name: str, path: str) -> None
     assert page.eval_on_selector("body", "el => getComputedStyle(el).backgroundColor") == (
         "rgb(0, 0, 0)"
     )
-    if name != "lessons":
+    if name == "lab":
+        # The lab shows every stage and the query's row on one screen (issue 28.2), four
+        # heatmaps across: thick cells and type of 16 px or more, readable from the back.
+        expect(page.locator("#fig-weights svg")).to_be_visible()
+        for figure in ("fig-scores", "fig-scaled", "fig-masked", "fig-weights"):
+            box = cells_box(page, figure)
+            assert box["height"] / 3 >= 56, f"{figure}: thin cells"  # three tokens
+            assert box["y"] + box["height"] <= PROJECTOR["height"], f"{figure} below the fold"
+        row = page.locator("#query-table tbody tr").nth(1)  # "cat", the selected query
+        assert row.bounding_box()["y"] + row.bounding_box()["height"] <= PROJECTOR["height"]
+        assert all(drawn["smallest"] >= 15.99 for drawn in heatmaps(page)), "text under 16 px"
+    else:
         plot = page.locator("figure.hm svg").first
         expect(plot).to_be_visible()
         assert plot.bounding_box()["height"] >= 440  # thick cells, readable from the back
@@ -83,7 +95,7 @@ def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
     for _ in range(3):
         press(page, "ArrowRight")
     expect(heading).to_contain_text("Step 8 of 8")
-    expect(page.locator("#walk-query-output")).to_have_text("[0.83, −0.34]")
+    expect(page.locator("#walk-query-output")).to_have_text("[0.835, −0.340]")
 
 
 def test_builtin_lesson_link_restores_its_state(page: Page) -> None:

@@ -15,7 +15,7 @@ from tests.browser.figures import cells, heatmaps, wait_for_figure
 # Each page and the figure that is its main picture.
 MAIN_PICTURE = {
     "/": "fig-weights",
-    "/heads": "fig-heads",
+    "/heads": "heads-0",  # the first panel of every head (the chosen one)
     "/cost": "fig-cost-scores",
     "/kernel": "fig-tiled-progress",
     "/model": "fig-grid",

@@ -49,7 +49,7 @@ def cols(page: Page, figure: str) -> list[str]:
 def test_worked_example_shows_weights_and_output(page: Page) -> None:
     page.goto("/")
     assert weights_shown(page) == ["0.670", "0.330", "0.000"]
-    expect(page.locator("#query-output")).to_have_text("[0.83, −0.34]")
+    expect(page.locator("#query-table-output")).to_have_text("[0.835, −0.340]")
     expect(page.locator("#fig-weights svg").first).to_be_visible()
     save_screenshot(page, "lab")
     # axe audits this page in every mode and language in test_teacher.py
@@ -90,7 +90,7 @@ def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page) -> None:
     edit(page, lambda: page.locator(".chips button", has_text="sleeps").click())
     edit(page, lambda: page.get_by_label("Divide the scores by √d_k").uncheck())
     shown = weights_shown(page)
-    output = page.locator("#query-output").text_content()
+    output = page.locator("#query-table-output").text_content()
     fresh = page.context.new_page()  # watched like every page of the context
     fresh.goto(page.url)
     expect(fresh.locator("#w_q-1-1")).to_have_value("-1.5")
@@ -99,7 +99,7 @@ def test_the_copied_url_restores_the_state_in_a_fresh_page(page: Page) -> None:
     expect(fresh.get_by_label("Divide the scores by √d_k")).not_to_be_checked()
     expect(fresh.locator("#query")).to_have_value("2")
     assert weights_shown(fresh) == shown == ["0.000", "0.000", "1.000"]
-    expect(fresh.locator("#query-output")).to_have_text(output)
+    expect(fresh.locator("#query-table-output")).to_have_text(output)
 
 
 def test_markup_in_the_text_is_shown_as_text(page: Page, dialogs: list[str]) -> None:
@@ -121,13 +121,18 @@ def test_a_button_and_a_bad_cell_update_without_a_reload(page: Page) -> None:
     edit(page, lambda: page.get_by_role("button", name="Identity").first.click())
     expect(page.locator("#w_q-0-1")).to_have_value("0")
     assert "w_q=1,0;0,1" in page.url
+    # One step of undo: a link back to the worked example, as it was before the button.
+    undo = page.locator("#undo-link").get_attribute("href") or ""
+    assert undo.startswith("/?tokens=The+cat+sleeps"), undo
+    assert "w_q=" not in undo
+    assert "action" not in page.url
     url = page.url
     page.locator("#x-0-0").fill("abc")
-    expect(page.locator("#lab-messages")).to_contain_text("“abc” is not a number")
+    expect(page.locator("#page-messages")).to_contain_text("“abc” is not a number")
     expect(page.locator("#lab-results")).to_have_class("lab-results stale")
     assert page.url == url  # the address keeps the last state that worked
     edit(page, lambda: page.locator("#x-0-0").fill("1"))
-    expect(page.locator("#lab-messages")).to_have_text("")
+    expect(page.locator("#page-messages")).to_have_text("")
     assert page.evaluate("window.notReloaded") is True
 
 
@@ -143,9 +148,11 @@ def test_without_javascript_the_form_submits(browser: Browser, live_server: str)
     assert "mask=bidirectional" in page.url
     expect(page.locator("#w_q-0-0")).to_have_value("2")
     assert weights_shown(page)[2] != "0.000"
-    page.get_by_role("button", name="Identity").first.click()  # a button redirects to its state
+    page.get_by_role("button", name="Identity").first.click()  # the page of the state it made
     page.wait_for_load_state()
-    assert "w_q=1,0;0,1" in page.url
+    expect(page.locator("#w_q-0-1")).to_have_value("0")
+    assert "w_q=1,0;0,1" in (page.locator("#state-link").get_attribute("href") or "")
+    assert "mask=bidirectional" in (page.locator("#undo-link").get_attribute("href") or "")
     page.locator(".chips button", has_text="The").click()  # a token picks the query
     page.wait_for_load_state()
     expect(page.locator("#query")).to_have_value("0")

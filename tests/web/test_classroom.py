@@ -135,7 +135,9 @@ def test_embed_page_refuses_another_site(client) -> None:
 def test_links_carry_the_declared_state_only(client) -> None:
     page = client.get("/cost", params={"seq_len": "4096", "junk": "j" * 50_000, "present": "1"})
     assert "jjj" not in page.text
-    assert 'href="/cost?seq_len=4096" data-exact data-present-toggle' in page.text
+    canonical = "seq_len=4096&amp;batch=1&amp;dtype=fp16&amp;gpu_memory_gib=24&amp;layers=1"
+    canonical += "&amp;heads=1&amp;kv_heads=1&amp;head_dim=128"
+    assert f'href="/cost?{canonical}" data-exact' in page.text
 
 
 def test_lessons_page_links_every_builtin_lesson_with_its_state(client) -> None:

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import pytest
 
 from app.web.figures import DIVERGING, HIDDEN_COLOUR, heatmap, plotly_rows, plotly_text
-from app.web.multiples import small_multiples, thumbnail
+from app.web.multiples import thumbnail
 
 
 @pytest.mark.parametrize(
@@ -106,48 +106,6 @@ def test_thumbnails_keep_token_labels_on_both_axes() -> None:
     assert thumb["layout"]["xaxis"]["showticklabels"]
     assert thumb["layout"]["yaxis"]["showticklabels"]
     assert thumb["data"][0]["x"] == thumb["data"][0]["y"] == ["a", "b"]
-
-
-def panel(fig: dict, head: int, n: int) -> np.ndarray:
-    """The n × n block of one head in the tiled small multiples, found through its meta."""
-    trace = fig["data"][0]
-    meta = trace["meta"]
-    r, c = next((r, row.index(head)) for r, row in enumerate(meta["panels"]) if head in row)
-    top = r * meta["rows"] + meta["rows"] - n  # the blank title rows come first
-    z = np.array(trace["z"], dtype=float)
-    return z[top : top + n, c * meta["cols"] : c * meta["cols"] + n]
-
-
-def test_small_multiples_are_one_trace_on_one_colour_bar_from_zero_to_one() -> None:
-    rng = np.random.default_rng(0)
-    weights = rng.dirichlet(np.ones(3), size=(5, 3)) * 0.9  # every weight below 0.9
-    causal = np.triu(np.ones((3, 3), dtype=bool), k=1)
-    titles = [f"h{i}" for i in range(5)]
-    fig = small_multiples(list(weights), ["x", "y", "z"], titles, causal, selected=4)
-    go.Figure(fig)
-    main, hidden = fig["data"]
-    assert main["coloraxis"] == "coloraxis"
-    assert "showscale" not in main
-    assert (fig["layout"]["coloraxis"]["cmin"], fig["layout"]["coloraxis"]["cmax"]) == (0.0, 1.0)
-    assert main["meta"]["panels"] == [[0, 1, 2, 3], [4]]
-    for i in range(5):
-        block = panel(fig, i, 3)
-        assert np.isnan(block[causal]).all()
-        np.testing.assert_array_equal(block[~causal], np.round(weights[i], 3)[~causal])
-    # The blank cells between panels hold no value: a head's cells, and only those, are drawn.
-    assert np.isfinite(np.array(main["z"], dtype=float)).sum() == 5 * 6
-    # Every row and column of panels carries the tokens; every panel its own title.
-    assert fig["layout"]["xaxis"]["ticktext"] == ["x", "y", "z"] * 4
-    assert fig["layout"]["yaxis"]["ticktext"] == ["x", "y", "z"] * 2
-    assert [a["text"] for a in fig["layout"]["annotations"]] == titles
-    # Hidden cells: one overlay in the hidden colour, over the masked cells, in the legend.
-    assert hidden["showlegend"] is True
-    assert hidden["showscale"] is False
-    assert np.nansum(np.array(hidden["z"], dtype=float)) == 5 * causal.sum()
-    shape = fig["layout"]["shapes"][0]  # the selected head, bottom left
-    assert (shape["x0"], shape["x1"]) == (-0.5, 2.5)
-    top = main["meta"]["rows"] + main["meta"]["rows"] - 3
-    assert (shape["y0"], shape["y1"]) == (top - 0.5, top + 2.5)
 
 
 def test_the_diverging_scale_is_white_at_zero_and_saturated_at_both_ends() -> None:

@@ -19,6 +19,8 @@ from app.figures.heatmap import (
     HIDDEN_COLOUR,
     Heatmap,
     HeatmapGroup,
+    PanelSection,
+    categorical_scale,
     png_bytes,
     render,
     sequential_scale,
@@ -28,6 +30,7 @@ from app.figures.heatmap import (
 )
 from app.figures.heatmap.layout import TYPES, layout, thinned
 from app.figures.heatmap.scale import nice_limit, text_colours
+from app.figures.heatmap.svg import section_cells
 from app.math.attention import attend, causal_mask
 from app.web.classroom import presenting
 from app.web.templating import environment
@@ -190,6 +193,31 @@ def test_hidden_weights_read_their_own_hidden_text_and_are_named_in_the_legend()
     legend = "".join(t.text or "" for t in svg.iter(f"{SVG}text"))
     assert "hidden (0)" in legend
     assert "Grey cells: hidden (0)." in markup
+
+
+def test_states_take_their_own_flat_colour_and_are_named_in_the_legend() -> None:
+    states = [("#ececf1", "not computed yet"), ("#0072b2", "computed"), ("#e69f00", "held now")]
+    scale = categorical_scale(states, "score")
+    values = np.array([[0, 1, 2], [2, 2, 1], [1, 0, 0]])
+    hidden = np.array([[False, False, False], [False, False, False], [True, False, False]])
+    figure = Heatmap(
+        id="tiles", title="progress", values=values, row_labels=TOKENS, col_labels=TOKENS,
+        scale=scale, hidden=hidden, hidden_text="hidden", cell_texts=[[""] * 3] * 3,
+    )  # fmt: skip
+    markup = str(render(figure))
+    svg = svg_of(markup)
+    fills = [rect.get("fill") for rect in cells(svg)]
+    expected = [states[v][0] for v in values.ravel()]
+    expected[6] = HIDDEN_COLOUR
+    assert fills == expected  # never a blend between two states
+    swatches = [r.get("fill") for r in svg.iter(f"{SVG}rect") if r.get("class") == "hm-swatch"]
+    assert swatches == [colour for colour, _ in states] + [HIDDEN_COLOUR]
+    legend = " ".join(t.text or "" for t in svg.iter(f"{SVG}tspan"))
+    assert all(name in legend for _, name in states)
+    assert "linearGradient" not in markup  # no colour bar for states
+    assert "colour: score (not computed yet; computed; held now)." in markup
+    with pytest.raises(ValueError, match="two states"):
+        categorical_scale(states[:1], "score")
 
 
 def test_a_figure_without_hidden_cells_says_nothing_of_them() -> None:
@@ -418,6 +446,54 @@ def test_the_standalone_group_places_every_panel_and_the_legend() -> None:
     for s in nested:
         assert float(s.get("x")) + float(s.get("width")) <= width + 0.01
         assert float(s.get("y")) + float(s.get("height")) <= height + 0.01
+
+
+@pytest.mark.parametrize(
+    ("sizes", "columns", "cells", "starts"),
+    [
+        ([5], 2, [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)], [0]),  # no sections: rows filled
+        ([1, 1, 1, 1, 1], 4, [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)], [0, 0, 0, 0, 1]),
+        ([2, 2], 4, [(0, 0), (0, 1), (0, 2), (0, 3)], [0, 0]),  # two sections share a row
+        ([2, 2, 2], 3, [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)], [0, 1, 2]),
+        ([1, 5, 1], 2, [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (4, 0)], [0, 1, 4]),
+    ],
+)
+def test_sections_start_where_their_panels_fit(sizes, columns, cells, starts) -> None:
+    assert section_cells(sizes, columns) == (cells, starts)
+
+
+def test_a_group_in_sections_titles_each_run_of_panels() -> None:
+    group = heads(
+        6, 4, columns=2, selected=3, sections=[PanelSection("KV 0", 2), PanelSection("KV 1 <b>", 4)]
+    )
+    markup = str(render(group))
+    sections = re.findall(r'<div class="hm-section" role="group" aria-labelledby="([^"]+)">'
+                          r'<p class="hm-section-title" id="([^"]+)">([^<]*)</p>(.*?)</div></div>',
+                          markup)  # fmt: skip
+    assert [(a == b, title) for a, b, title, _ in sections] == [
+        (True, "KV 0"),
+        (True, "KV 1 &lt;b&gt;"),
+    ]
+    assert [re.findall(r'id="(head-\d)"', body) for *_, body in sections] == [
+        ["head-0", "head-1"],
+        ["head-2", "head-3", "head-4", "head-5"],
+    ]
+    assert markup.count("<linearGradient") == 1  # still one colour bar for all
+    # The download: each section's title above its first panel, every panel inside the frame.
+    doc = ET.fromstring(svg_document(group))
+    titles = [t for t in doc if t.tag == f"{SVG}text"][1:]
+    assert [t.text for t in titles] == ["KV 0", "KV 1 <b>"]
+    nested = [s for s in doc if s.tag == f"{SVG}svg"][:6]
+    places = [(float(s.get("x")), float(s.get("y"))) for s in nested]
+    assert places[2][1] > places[0][1]  # the second section starts a new row
+    for title, first in zip(titles, (places[0], places[2]), strict=True):
+        assert float(title.get("x")) == first[0]
+        assert float(title.get("y")) < first[1]
+
+
+def test_sections_must_cover_every_panel() -> None:
+    with pytest.raises(ValueError, match="sections of"):
+        heads(4, 3, sections=[PanelSection("a", 2), PanelSection("b", 1)])
 
 
 # ---------------------------------------------------------------- mistakes of a view

@@ -41,6 +41,7 @@ PAGES = [
     "/model?text=a+b&compare=a+c&off=0.1&lines=2.3",
     "/model?text=a+b&role=self&query=9",
     "/model?text=&off=%C2%B2.0",
+    "/decoder?go=generate&method=sample&policy=sinks&off=17.4&layer=17&head=4",
     "/lessons",
     "/embed?src=/heads",
 ]
@@ -165,7 +166,7 @@ def test_the_check_finds_english(client: TestClient, english_fragments: list[str
     found = english_on(visible_strings(client.get("/cost?lang=en").text), english_fragments)
     assert {"Score entries per head", "Does it fit in"} <= set(found)
     english = visible_strings(client.get("/", params={"query": 1}).text)
-    assert {s for s in english if english_decimal(s)} >= {"0.707", "[0.83, −0.34]"}
+    assert {s for s in english if english_decimal(s)} >= {"0.707", "[0.835, −0.340]"}
     assert not english_decimal("Llama-3.1-8B, v0.1, 1.0.0, 4.096")
 
 
@@ -214,11 +215,11 @@ def test_vectors_sizes_flops_and_figures_follow_it_too(
 def test_the_spanish_lab_writes_decimal_commas_but_keeps_machine_values(client) -> None:
     html = client.get("/", params={"lang": "es", "query": 1}).text
     strings = visible_strings(html)
-    assert {"0,707", "0,670", "0,330", "[0,83; −0,34]"} <= set(strings)
+    assert {"0,707", "0,670", "0,330", "[0,835; −0,340]"} <= set(strings)
     assert not any(re.fullmatch(r"−?\d+\.\d+", s) for s in strings), "an English decimal"
     assert 'value="0.5"' in html  # W_Q's cell: the matrix text format of the forms and URLs
     english = client.get("/", params={"query": 1})
-    assert {"0.707", "0.670", "[0.83, −0.34]"} <= set(visible_strings(english.text))
+    assert {"0.707", "0.670", "[0.835, −0.340]"} <= set(visible_strings(english.text))
     csv = client.get("/lab.csv", params={"lang": "es"}).text
     assert "0.707" in csv
     assert "0,707" not in csv

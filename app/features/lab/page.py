@@ -1,8 +1,9 @@
-"""The head lab's page: the state computed from the URL (never failing on bad input), its
-controls, presets and cost panel."""
+"""What the head lab shows for one state: the state computed once (`lab_head`, which /lab.json,
+/lab.csv, /walkthrough and /kernel read too), and the page (`lab_page`): its controls, the
+stage strip, the query key by key, the shuffle demo, the cost panel and the downloads."""
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,107 +13,90 @@ from app.core.errors import InputError, validation_errors
 from app.core.formatting import number_text
 from app.core.i18n import N_, format_number, format_size, gettext
 from app.core.limits import MAX_GRID_WIDTH
-from app.features.lab.edits import apply_action, fit
+from app.features.lab.form import LABELS, MASK_MODES, LabForm
 from app.features.lab.schemas import AttentionResult
 from app.features.lab.service import compute_attention
-from app.features.lab.state import (
-    LABELS,
-    MATRICES,
-    LabState,
-    StateError,
-    parse_items,
-)
-from app.features.lab.url import encode, state_params
-from app.features.stages.page import head_stages
-from app.features.stages.service import PositionDemo, position_demo
+from app.features.stages.page import HeadStages, head_stages
+from app.features.stages.service import PositionDemo, mask_of, position_demo
 from app.math.cost import score_bytes, score_entries
 from app.settings import Settings
-from app.web.nav import NAV
+from app.web.pages import Page, Problem, state_query
 
 
-@dataclass
-class LabPage:
-    """A computed lab: the state shown, its result, its URL, and what went wrong."""
+@dataclass(frozen=True, kw_only=True)
+class LabHead:
+    """The lab's state computed once: the form as computed (fitted, every input resolved),
+    its result, what could not be used and what was used instead, and after a button the
+    state before it (one step of undo)."""
 
-    state: LabState
+    form: LabForm
     result: AttentionResult
-    params: list[tuple[str, Any]]  # the canonical state, in URL order
-    problems: list[str]
+    problems: list[Problem]
     notes: list[str]
-    action: str | None
-    demo: PositionDemo | None = None  # shuffle the tokens: does the head notice?
+    before: list[tuple[str, Any]] | None = None
 
     @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    @property
-    def query(self) -> str:
-        """The canonical query string (without "?")."""
-        return encode(self.params)
-
-    @property
-    def given(self) -> set[str]:
-        """The matrices the URL writes out (the others are generated)."""
-        return {name for name, _ in self.params if name in MATRICES}
+    def state(self) -> list[tuple[str, Any]]:
+        """The canonical parameters, in URL order."""
+        return self.form.state()
 
 
-def _compute(state: LabState, settings: Settings) -> AttentionResult:
-    """Raises StateError with readable sentences when the request or its limits are wrong."""
-    try:
-        return compute_attention(state.to_request(), settings)
-    except ValidationError as error:
-        raise StateError(" ".join(e["msg"] for e in validation_errors(error.errors()))) from None
-    except InputError as error:
-        raise StateError(error.msg) from None
-
-
-def lab_page(items: Iterable[tuple[str, str]], settings: Settings) -> LabPage:
-    """Query items → the lab to show. Never raises for bad input: when the state cannot be
-    computed, its numbers are generated from the text instead, or the worked example is
-    shown, and `problems` says why."""
-    parsed = parse_items(items, settings.max_tokens)
-    state, notes = fit(parsed)
-    problems = list(parsed.problems)
-    fallbacks = [
-        state,
-        replace(state, matrices={}, mask="causal", allowed=None, query=None),
-        LabState(),
+def as_problems(error: InputError | ValidationError) -> list[Problem]:
+    if isinstance(error, InputError):
+        return [Problem(str(error.loc[0]) if error.loc else "", error.msg)]
+    return [
+        Problem(str(e["loc"][0]) if e["loc"] else "", e["msg"])
+        for e in validation_errors(error.errors())
     ]
-    for attempt, candidate in enumerate(fallbacks):
-        try:
-            result = _compute(candidate, settings)
-        except StateError as problem:
-            if attempt == 0:
-                problems.append(str(problem))
-            continue
-        if attempt == 1:
-            notes.append(
-                gettext("The numbers below are generated from the text until that is fixed.")
-            )
-        elif attempt == 2:
-            notes.append(gettext("The page shows the worked example until that is fixed."))
-        state = candidate
-        break
-    if parsed.action and not problems:
-        state = apply_action(state, result, parsed.action)
-        result = _compute(state, settings)
-    params = state_params(state, result, settings)
-    demo = position_demo(state.to_request(), result, compute_attention, settings)
-    return LabPage(state, result, params, problems, notes, parsed.action, demo)
 
+
+def at_defaults(form: LabForm, names: Iterable[str]) -> LabForm:
+    """The form with these lab fields back at their defaults."""
+    fields = LabForm.model_fields
+    return form.model_copy(
+        update={n: fields[n].get_default(call_default_factory=True) for n in names if n in fields}
+    )
+
+
+def lab_head(
+    form: LabForm, problems: list[Problem], notes: list[str], settings: Settings
+) -> LabHead:
+    """The form's state fitted and computed, once. What this server cannot compute (more
+    tokens than it takes, RoPE on an odd d_k) is said, and that field is left at its default;
+    should even that fail, the worked example is shown, and said."""
+    problems, notes = list(problems), list(notes)
+    for _ in range(2):
+        fitted, fit_notes = form.fitted()
+        try:
+            result = compute_attention(fitted.request(), settings)
+        except (InputError, ValidationError) as error:
+            said = as_problems(error)
+            problems += said
+            form = at_defaults(form, {p.field for p in said})
+            continue
+        before = None
+        if form.action is not None:
+            before = form.model_copy(update={"action": None}).fitted()[0].state()
+        return LabHead(
+            form=fitted, result=result, problems=problems, notes=notes + fit_notes, before=before
+        )
+    fitted, _ = at_defaults(form, LabForm.model_fields).fitted()
+    notes.append(gettext("The page shows the worked example until that is fixed."))
+    result = compute_attention(fitted.request(), settings)
+    return LabHead(form=fitted, result=result, problems=problems, notes=notes)
+
+
+# ---------------------------------------------------------------- the page
 
 LONG_SENTENCE = (
     "On a quiet morning the old fisherman walked down to the harbour, checked the ropes of "
     "his small blue boat, and watched the gulls circle above the calm grey water until sunrise"
 )
+GENERATED = [("d_model", 4), ("d_k", 4), ("d_v", 4)]
 
 
-GENERATED = {"d_model": 4, "d_k": 4, "d_v": 4}
-
-
-def _preset(tokens: str, **rest: Any) -> str:
-    return "/?" + encode([("tokens", tokens), *GENERATED.items(), *rest.items()])
+def preset(tokens: str, *rest: tuple[str, Any]) -> str:
+    return "/?" + state_query([("tokens", tokens), *GENERATED, *rest])
 
 
 PRESETS: list[tuple[str, str, str]] = [
@@ -123,112 +107,170 @@ PRESETS: list[tuple[str, str, str]] = [
     ),
     (
         N_("Repeated tokens"),
-        _preset("the cat saw the cat", mask="bidirectional", query=3),
+        preset("the cat saw the cat", ("mask", "bidirectional"), ("query", 3)),
         N_("Equal words get equal rows when nothing marks their position."),
     ),
     (
         N_("Padded sequence"),
-        _preset("Hello world <pad> <pad>", mask="bidirectional", pad="2,3", query=1),
+        preset("Hello world <pad> <pad>", ("mask", "bidirectional"), ("pad", "2,3"), ("query", 1)),
         N_("Two padding tokens that no query may look at."),
     ),
     (
         N_("Sliding window"),
-        _preset("one two three four five six seven eight", mask="window", window=3, query=7),
+        preset(
+            "one two three four five six seven eight",
+            ("mask", "window"),
+            ("window", 3),
+            ("query", 7),
+        ),
         N_("Each token sees itself and the two tokens before it."),
     ),
     (
         N_("Longer sentence (n = 32)"),
-        _preset(LONG_SENTENCE, mask="causal", query=31),
+        preset(LONG_SENTENCE, ("mask", "causal"), ("query", 31)),
         N_("Thirty-two tokens with generated vectors: a strip too big for printed values."),
     ),
 ]
 
-
-MASK_MODES = [
-    ("causal", N_("Causal (a decoder)")),
-    ("bidirectional", N_("Bidirectional (an encoder)")),
-    ("window", N_("Sliding window")),
-    ("custom", N_("Custom pattern")),
-]
-
-
-PATTERN_UP_TO = 16  # the custom pattern is edited by clicking n × n cells
-
-
+PATTERN_UP_TO = 16  # the custom pattern is edited by ticking n × n boxes up to this n
 REFERENCE_LENGTH = 4096  # the cost panel's comparison, as in the worked example's table
 
 
-def lab_editor(page: LabPage) -> dict[str, Any]:
-    """The controls of the lab, filled in with the state shown (exact numbers, so that the
-    form sends back what it received)."""
-    result, state = page.result, page.state
+@dataclass(frozen=True, kw_only=True)
+class Grid:
+    """One matrix of the controls: a field per number, exact (the form sends back what it
+    received)."""
+
+    name: str
+    label: str
+    rows: list[tuple[str, list[str]]]  # (row label, the numbers as the URL writes them)
+    cols: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Editor:
+    """The lab's controls, filled in with the state shown."""
+
+    text: str
+    tokens: list[str]
+    dims: dict[str, int]
+    widths: range
+    seed: int
+    grids: list[Grid]
+    modes: list[tuple[str, str]]
+    mask: str
+    window: int
+    pattern: list[list[bool]] | None  # the mode's pattern to tick, up to PATTERN_UP_TO tokens
+    pad: set[int]
+    scale: bool
+    positional: str
+    query: int
+
+
+def editor(head: LabHead) -> Editor:
+    result, form = head.result, head.form
     tokens = list(result.tokens)
-    d_model, d_k, d_v = (result.d_model, result.d_k, result.d_v)
-    inputs = [f"x{d}" for d in range(d_model)]
+    inputs = [f"x{d}" for d in range(result.d_model)]
     shapes = {
-        "x": (tokens, [f"d{d}" for d in range(d_model)]),
-        "w_q": (inputs, [f"q{d}" for d in range(d_k)]),
-        "w_k": (inputs, [f"k{d}" for d in range(d_k)]),
-        "w_v": (inputs, [f"v{d}" for d in range(d_v)]),
+        "x": (tokens, [f"d{d}" for d in range(result.d_model)]),
+        "w_q": (inputs, [f"q{d}" for d in range(result.d_k)]),
+        "w_k": (inputs, [f"k{d}" for d in range(result.d_k)]),
+        "w_v": (inputs, [f"v{d}" for d in range(result.d_v)]),
     }
     grids = [
-        {
-            "name": name,
-            "label": LABELS[name],
-            "rows": [
+        Grid(
+            name=name,
+            label=LABELS[name],
+            rows=[
                 (rows[i], [number_text(v) for v in line])
                 for i, line in enumerate(np.asarray(getattr(result, name)).tolist())
             ],
-            "cols": cols,
-            "given": name in page.given,
-        }
+            cols=cols,
+        )
         for name, (rows, cols) in shapes.items()
     ]
     n = len(tokens)
-    pattern = state.pattern().tolist() if n <= PATTERN_UP_TO else None
-    return {
-        "text": " ".join(tokens),
-        "tokens": tokens,
-        "dims": {"d_model": d_model, "d_k": d_k, "d_v": d_v},
-        "widths": range(1, MAX_GRID_WIDTH + 1),
-        "seed": state.seed,
-        "grids": grids,
-        "modes": MASK_MODES,
-        "mask": state.mask,
-        "window": state.window,
-        "pattern": pattern,
-        "pad": set(state.pad),
-        "scale": state.scale,
-        "positional": state.positional,
-        "query": result.query.index,
-    }
+    pattern = None
+    if n <= PATTERN_UP_TO:
+        pattern = mask_of(form.mask_spec().model_copy(update={"padding": None}), n).tolist()
+    return Editor(
+        text=" ".join(tokens),
+        tokens=tokens,
+        dims={"d_model": result.d_model, "d_k": result.d_k, "d_v": result.d_v},
+        widths=range(1, MAX_GRID_WIDTH + 1),
+        seed=form.seed,
+        grids=grids,
+        modes=[(mode, gettext(label)) for mode, label in MASK_MODES],
+        mask=form.mask,
+        window=form.window,
+        pattern=pattern,
+        pad=set(form.pad),
+        scale=form.scale,
+        positional=form.positional,
+        query=result.query.index,
+    )
 
 
-def cost_panel(n: int) -> dict[str, Any]:
-    """One head's score matrix now and at 4,096 tokens (one source: app/math/cost.py)."""
-    return {
-        "n": n,
-        "entries": format_number(score_entries(n)),
-        "size": format_size(score_bytes(n)),
-        "reference": format_number(REFERENCE_LENGTH),
-        "reference_entries": format_number(score_entries(REFERENCE_LENGTH)),
-        "reference_size": format_size(score_bytes(REFERENCE_LENGTH)),
-        "link": "/cost" if any(path == "/cost" for path, _ in NAV) else None,
-    }
+@dataclass(frozen=True, kw_only=True)
+class CostPanel:
+    """One head's score matrix now and at REFERENCE_LENGTH tokens (app/math/cost.py)."""
+
+    n: int
+    entries: str
+    size: str
+    reference: str
+    reference_entries: str
+    reference_size: str
 
 
-def lab_context(page: LabPage, with_editor: bool = True) -> dict[str, Any]:
-    """Everything templates/lab.html and its fragment show (the fragment of a live edit
-    leaves the controls out, so their contents are not built for it)."""
-    n = len(page.result.tokens)
-    return {
-        "page": page,
-        "result": page.result,
-        "view": head_stages(page.result.head()),
-        "with_editor": with_editor,
-        "editor": lab_editor(page) if with_editor else None,
-        "presets": PRESETS,
-        "cost": cost_panel(n),
-        "demo": page.demo,
-        "state_query": page.query,
-    }
+def cost_panel(n: int) -> CostPanel:
+    return CostPanel(
+        n=n,
+        entries=format_number(score_entries(n)),
+        size=format_size(score_bytes(n)),
+        reference=format_number(REFERENCE_LENGTH),
+        reference_entries=format_number(score_entries(REFERENCE_LENGTH)),
+        reference_size=format_size(score_bytes(REFERENCE_LENGTH)),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabView:
+    """Everything templates/lab/ shows for one state."""
+
+    head: LabHead
+    stages: HeadStages
+    editor: Editor
+    presets: list[tuple[str, str, str]]
+    cost: CostPanel
+    demo: PositionDemo
+    query: str  # the canonical state as a query string, for the page's links
+    undo: str | None  # the address of the state before a button's change
+
+    @property
+    def result(self) -> AttentionResult:
+        return self.head.result
+
+
+def lab_page(form: LabForm, problems: list[Problem], notes: list[str], settings: Settings) -> Page:
+    """The head lab for one state, computed once; what cannot be used is said."""
+    head = lab_head(form, problems, notes, settings)
+    result = head.result
+    view = LabView(
+        head=head,
+        stages=head_stages(result.head()),
+        editor=editor(head),
+        presets=PRESETS,
+        cost=cost_panel(len(result.tokens)),
+        demo=position_demo(head.form.request(), result, compute_attention, settings),
+        query=state_query(head.state),
+        undo="/?" + state_query(head.before) if head.before is not None else None,
+    )
+    return Page(
+        template="lab/lab.html",
+        fragment="lab/_live.html",
+        view=view,
+        problems=head.problems,
+        notes=head.notes,
+        state=head.state,
+    )

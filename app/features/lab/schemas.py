@@ -11,6 +11,7 @@ from pydantic import (
 
 from app.core import arrays
 from app.core.budget import sized
+from app.core.i18n import gettext
 from app.core.limits import HARD_MAX_TOKENS
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.stages.results import OneHead, QueryBreakdown, StageFields
@@ -53,32 +54,45 @@ class AttentionRequest(SequenceRequest):
             if len(w) != d_model:
                 raise field_error(
                     "shape_mismatch",
-                    f"{name} has {len(w)} rows but {self._d_model_source()} "
-                    f"(d_model = {d_model}); {name} needs one row per number of an x row",
+                    gettext(
+                        "%(name)s has %(rows)s rows but %(source)s (d_model = %(d_model)s); "
+                        "%(name)s needs one row per number of an x row"
+                    )
+                    % {
+                        "name": name,
+                        "rows": len(w),
+                        "source": self._d_model_source(),
+                        "d_model": d_model,
+                    },
                     name,
                 )
             expected, label = (self.d_v, "d_v") if name == "w_v" else (d_k, "d_k")
             if expected is not None and width != expected:
                 source = self.first_given(("d_k", "w_q")) if label == "d_k" else "d_v"
-                fix = (
-                    f"leave {label} out or make them agree"
-                    if source == label
-                    else "queries and keys need the same width d_k so that Q·Kᵀ is defined"
-                )
-                said = f"{label} is {expected}" if source == label else f"{source} has {expected}"
-                raise field_error(
-                    "shape_mismatch", f"{name} has {width} columns but {said}; {fix}", name
-                )
+                values = {"name": name, "width": width, "label": label, "expected": expected}
+                if source == label:
+                    message = gettext(
+                        "%(name)s has %(width)s columns but %(label)s is %(expected)s; leave "
+                        "%(label)s out or make them agree"
+                    )
+                else:
+                    message = gettext(
+                        "%(name)s has %(width)s columns but %(source)s has %(expected)s; "
+                        "queries and keys need the same width d_k so that Q·Kᵀ is defined"
+                    )
+                    values["source"] = source
+                raise field_error("shape_mismatch", message % values, name)
         return self
 
     def _d_model_source(self) -> str:
         """Which field fixes d_model, in words for a message."""
         source = self.first_given(("x", "d_model", "w_q", "w_k", "w_v"))
+        d_model = self.given_d_model()
         if source == "x":
-            return f"each x row has {self.given_d_model()} numbers"
+            return gettext("each x row has %(n)s numbers") % {"n": d_model}
         if source == "d_model":
-            return f"d_model is {self.d_model}"
-        return f"{source} has {self.given_d_model()} rows"
+            return gettext("d_model is %(n)s") % {"n": self.d_model}
+        return gettext("%(source)s has %(n)s rows") % {"source": source, "n": d_model}
 
     def given_d_model(self) -> int | None:
         """d_model as the request fixes it: x's width, d_model, or a projection's rows."""

@@ -10,7 +10,7 @@ from app.core import rules
 from app.core.budget import check_answer
 from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.stages.results import StageFields, query_breakdown
-from app.features.stages.schemas import MaskSpec, check_limits, check_mask
+from app.features.stages.schemas import MaskSpec, SequenceRequest, check_limits, check_mask
 from app.features.stages.service import (
     check_index,
     check_rope,
@@ -56,6 +56,29 @@ WIDTH_SOURCES = {
 WORKED_PROJECTIONS = {"w_q": rules.WORKED_W_Q, "w_k": rules.WORKED_W_K, "w_v": rules.WORKED_W_V}
 
 
+def generated_x(tokens: list[str], d_model: int | None, seed: int) -> tuple[np.ndarray, bool]:
+    """The x a request without x gets (generated from the text, or the worked example's rows
+    for its text at seed 0 and width 2), and whether it is the worked example's."""
+    _, x, worked = resolve_sequence(SequenceRequest(tokens=tokens, d_model=d_model, seed=seed))
+    return x, worked
+
+
+def generated_projection(
+    name: str, d_model: int, width: int, seed: int, worked: bool
+) -> np.ndarray:
+    """The projection a request without it gets: the worked example's while x is its rows
+    (`worked`) and the width is its own, else generated from the seed."""
+    if worked and width == d_model:
+        return WORKED_PROJECTIONS[name].copy()
+    return att.random_projection(d_model, width, seed, name)
+
+
+def default_query(n: int, worked: bool) -> int:
+    """The query a request without one breaks down: "cat" in the worked example, else the last
+    token."""
+    return rules.WORKED_QUERY if worked else n - 1
+
+
 def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     """The request with every default filled in, checked against this server's limits.
 
@@ -69,9 +92,7 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
         given = getattr(req, name)
         if given is not None:
             return np.array(given, dtype=float)
-        if worked and width in (None, d_model):
-            return WORKED_PROJECTIONS[name].copy()
-        return att.random_projection(d_model, width or d_model, req.seed, name)
+        return generated_projection(name, d_model, width or d_model, req.seed, worked)
 
     w_q = projection("w_q", req.given_d_k())
     w_k = projection("w_k", w_q.shape[1])
@@ -86,7 +107,7 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     )
     check_mask(req.mask, n)
     check_rope(req.positional, "d_k", w_q.shape[1])
-    query = req.query if req.query is not None else (rules.WORKED_QUERY if worked else n - 1)
+    query = req.query if req.query is not None else default_query(n, worked)
     check_index("query", query, n, "tokens")
     return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
 

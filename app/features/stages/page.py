@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from app.core.i18n import format_numbers, format_rows, gettext
+from app.core.i18n import format_numbers, format_rows, format_vector, gettext, ngettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
 from app.figures.heatmap import Heatmap, signed_scale, weights_scale
 
@@ -214,8 +214,79 @@ class HeadStages:
     def weight_sum(self) -> float:
         return self.query.weight_sum
 
+    @property
+    def rounded_parts(self) -> bool:
+        """Whether the key-by-key table's numbers, as printed, fail to add up to its Σ row as
+        printed (weights, and each weight × V column): the table then says they are rounded."""
+        return not (
+            adds_up([row.weight for row in self.query.rows], self.weight_sum)
+            and all(
+                adds_up(list(column), total)
+                for column, total in zip(
+                    zip(*(row.weighted_value for row in self.query.rows), strict=True),
+                    self.query.output,
+                    strict=True,
+                )
+            )
+        )
+
+    @property
+    def summary(self) -> str:
+        """The selected query in a sentence, from its numbers: which keys it sees, where its
+        largest weight goes (ties named), and its output."""
+        return query_summary(self.query)
+
     def stage(self, name: str) -> Stage:
         return next(stage for stage in self.stages if stage.name == name)
+
+
+TABLE_DIGITS = 3  # the key-by-key table's decimals, its Σ row's too
+
+
+def printed(value: float) -> float:
+    """A number as the table prints it."""
+    return float(f"{value:.{TABLE_DIGITS}f}")
+
+
+def adds_up(parts: Sequence[float], total: float) -> bool:
+    """Whether the printed parts sum to the printed total."""
+    return printed(sum(printed(p) for p in parts)) == printed(total)
+
+
+def quoted(tokens: Sequence[str]) -> str:
+    """ "“The”", "“The” and “sleeps”", "“a”, “b” and “c”" (in the reader's quotes)."""
+    names = [gettext("“%(token)s”") % {"token": t} for t in tokens]
+    if len(names) == 1:
+        return names[0]
+    return gettext("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}
+
+
+def query_summary(query: QueryBreakdown) -> str:
+    """ "“cat” sees 2 of its 3 keys; its largest weight, 0.670, goes to “The”; its output is
+    [0.835, −0.340]." — or, for a query that sees no key, that its weights and output are 0."""
+    rows = query.rows
+    visible = [row for row in rows if row.visible]
+    if not visible:
+        return gettext(
+            "“%(query)s” sees no key, so its weights and its output are all 0 (softmax has "
+            "nothing to share out)."
+        ) % {"query": query.token}
+    top = max(row.weight for row in visible)
+    heaviest = [row.key_token for row in visible if np.isclose(row.weight, top, rtol=0, atol=1e-12)]
+    sees = ngettext(
+        "“%(query)s” sees %(visible)s of its %(n)s key",
+        "“%(query)s” sees %(visible)s of its %(n)s keys",
+        len(rows),
+    ) % {"query": query.token, "visible": len(visible), "n": len(rows)}
+    goes = ngettext(
+        "its largest weight, %(weight)s, goes to %(keys)s",
+        "its largest weight, %(weight)s, goes to each of %(keys)s",
+        len(heaviest),
+    ) % {"weight": format_numbers([top], TABLE_DIGITS)[0], "keys": quoted(heaviest)}
+    output = gettext("its output is %(output)s") % {
+        "output": format_vector(query.output, TABLE_DIGITS)
+    }
+    return f"{sees}; {goes}; {output}."
 
 
 def matrix_map(
@@ -235,7 +306,7 @@ def matrix_map(
         values=matrix,
         row_labels=list(rows),
         col_labels=list(cols),
-        scale=signed_scale(matrix),
+        scale=signed_scale(matrix, label=gettext("value")),
         row_title=gettext("token") if row_title is None else row_title,
         col_title=col_title,
     )
@@ -324,7 +395,7 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
                 values=weighted,
                 row_labels=tokens,
                 col_labels=dims,
-                scale=signed_scale(weighted),
+                scale=signed_scale(weighted, label=gettext("value")),
                 row_title=gettext("key"),
                 col_title=gettext("value dimension"),
                 hover=weighted_hover(texts, query) if hover else None,
@@ -347,7 +418,7 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
                 values=result.output,
                 row_labels=tokens,
                 col_labels=dims,
-                scale=signed_scale(result.output),
+                scale=signed_scale(result.output, label=gettext("value")),
                 row_title=gettext("query"),
                 col_title=gettext("output dimension"),
                 hover=output_hover(texts, tokens) if hover else None,

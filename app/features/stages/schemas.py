@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.core.errors import InputError
+from app.core.i18n import gettext
 from app.core.limits import (
     HARD_MAX_HEADS,
     HARD_MAX_TOKENS,
@@ -81,8 +82,11 @@ def matrix_width(name: str, matrix: list[list[float]], loc: tuple[str | int, ...
         if len(row) != width:
             raise field_error(
                 "ragged_matrix",
-                f"{name} row {i} has {len(row)} numbers but row 0 has {width}; "
-                "every row of a matrix needs the same length",
+                gettext(
+                    "%(name)s row %(row)s has %(n)s numbers but row 0 has %(width)s; every row "
+                    "of a matrix needs the same length"
+                )
+                % {"name": name, "row": i, "n": len(row), "width": width},
                 (*(loc or (name,)), i),
             )
     return width
@@ -92,8 +96,11 @@ def _positional_kind(value: object) -> object:
     if value not in KINDS:
         raise PydanticCustomError(
             "positional_kind",
-            f"positional is {value!r} but must be one of {', '.join(KINDS)}; "
-            "none leaves order out, sinusoidal adds it to x, rope rotates q and k",
+            gettext(
+                "positional is %(value)s but must be one of %(kinds)s; none leaves order out, "
+                "sinusoidal adds it to x, rope rotates q and k"
+            )
+            % {"value": repr(value), "kinds": ", ".join(KINDS)},
         )
     return value
 
@@ -158,21 +165,27 @@ class SequenceRequest(BaseModel):
         width = matrix_width("x", self.x)
         n = self.length()
         if len(self.x) != n:
-            given = (
-                f"there are {n} tokens"
-                if self.tokens is not None
-                else f"tokens was left out, so the worked example's {n} tokens are used"
-            )
+            if self.tokens is not None:
+                message = gettext("x has %(rows)s rows but there are %(n)s tokens")
+            else:
+                message = gettext(
+                    "x has %(rows)s rows but tokens was left out, so the worked example's "
+                    "%(n)s tokens are used"
+                )
             raise field_error(
                 "shape_mismatch",
-                f"x has {len(self.x)} rows but {given}; give one row of x per token",
+                (message + gettext("; give one row of x per token"))
+                % {"rows": len(self.x), "n": n},
                 "x",
             )
         if self.d_model is not None and width != self.d_model:
             raise field_error(
                 "shape_mismatch",
-                f"d_model is {self.d_model} but each x row has {width} numbers; "
-                "leave d_model out or make them agree",
+                gettext(
+                    "d_model is %(d_model)s but each x row has %(width)s numbers; leave "
+                    "d_model out or make them agree"
+                )
+                % {"d_model": self.d_model, "width": width},
                 "d_model",
             )
 
@@ -193,17 +206,26 @@ def check_limits(
     if n > max_tokens:
         raise InputError(
             ("tokens",),
-            f"tokens has {n} labels but this server allows at most {max_tokens}; send fewer tokens",
+            gettext(
+                "tokens has %(n)s labels but this server allows at most %(max)s; send fewer tokens"
+            )
+            % {"n": n, "max": max_tokens},
         )
     for label, width in widths.items():
         if width > max_width:
             field = field_of(label) if field_of is not None else label
-            said = f"{label} is {width}" if field == label else f"{field} makes {label} = {width}"
-            raise InputError(
-                (field,),
-                f"{said} but this server allows widths up to {max_width}; "
-                + (f"use a smaller {label}" if field == label else f"make {field} narrower"),
-            )
+            values = {"label": label, "width": width, "field": field, "max": max_width}
+            if field == label:
+                message = gettext(
+                    "%(label)s is %(width)s but this server allows widths up to %(max)s; use a "
+                    "smaller %(label)s"
+                )
+            else:
+                message = gettext(
+                    "%(field)s makes %(label)s = %(width)s but this server allows widths up to "
+                    "%(max)s; make %(field)s narrower"
+                )
+            raise InputError((field,), message % values)
 
 
 def check_mask(mask: MaskSpec, n: int) -> None:
@@ -211,23 +233,32 @@ def check_mask(mask: MaskSpec, n: int) -> None:
     if mask.padding is not None and len(mask.padding) != n:
         raise InputError(
             ("mask", "padding"),
-            f"mask.padding has {len(mask.padding)} flags but there are {n} tokens; "
-            "give one flag per token",
+            gettext(
+                "mask.padding has %(flags)s flags but there are %(n)s tokens; give one flag "
+                "per token"
+            )
+            % {"flags": len(mask.padding), "n": n},
         )
     if mask.allowed is not None:
         rows = mask.allowed
         if len(rows) != n:
             raise InputError(
                 ("mask", "allowed"),
-                f"mask.allowed has {len(rows)} rows but there are {n} tokens; it must be "
-                f"{n} × {n}, one row and one column per token",
+                gettext(
+                    "mask.allowed has %(rows)s rows but there are %(n)s tokens; it must be "
+                    "%(n)s × %(n)s, one row and one column per token"
+                )
+                % {"rows": len(rows), "n": n},
             )
         for i, row in enumerate(rows):
             if len(row) != n:
                 raise InputError(
                     ("mask", "allowed", i),
-                    f"mask.allowed row {i} has {len(row)} flags but there are {n} tokens; "
-                    f"it must be {n} × {n}, one row and one column per token",
+                    gettext(
+                        "mask.allowed row %(row)s has %(flags)s flags but there are %(n)s "
+                        "tokens; it must be %(n)s × %(n)s, one row and one column per token"
+                    )
+                    % {"row": i, "flags": len(row), "n": n},
                 )
 
 

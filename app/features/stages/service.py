@@ -10,6 +10,7 @@ import numpy as np
 from app.core import rules
 from app.core.arrays import Matrix
 from app.core.errors import InputError
+from app.core.i18n import gettext
 from app.features.stages.schemas import MaskSpec, SequenceRequest
 from app.math import attention as att
 from app.math import positional as pos
@@ -34,8 +35,11 @@ def check_index(name: str, value: int | None, count: int, what: str) -> None:
     if value is not None and value >= count:
         raise InputError(
             (name,),
-            f"{name} is {value} but there are {count} {what}, numbered 0 to {count - 1}; "
-            "pick one of those",
+            gettext(
+                "%(name)s is %(value)s but there are %(count)s %(what)s, numbered 0 to "
+                "%(last)s; pick one of those"
+            )
+            % {"name": name, "value": value, "count": count, "what": what, "last": count - 1},
         )
 
 
@@ -58,8 +62,11 @@ def check_rope(positional: Positional, name: str, width: int) -> None:
     if positional == "rope" and width % 2:
         raise InputError(
             ("positional",),
-            f"positional is rope, which rotates q and k in pairs of numbers, but {name} is "
-            f"{width} (odd); choose an even {name} or another positional kind",
+            gettext(
+                "positional is rope, which rotates q and k in pairs of numbers, but %(name)s "
+                "is %(width)s (odd); choose an even %(name)s or another positional kind"
+            )
+            % {"name": name, "width": width},
         )
 
 

@@ -1,7 +1,7 @@
 """The guided walk-through of one head: x → Q, K, V → Q·Kᵀ → ÷√d_k → + M → softmax → × V → Σ.
 
 One step at a time, on any state of the head lab: the walk-through reads the lab's own URL
-parameters (app/features/lab/state.py) and shows the lab's own stage figures and tables
+parameters (app/features/lab/form.py) and shows the lab's own stage figures and tables
 (app.views.head_stages), adding only the step it is on, a sentence with that step's numbers,
 and, in "predict first" mode, a guess of one weight that the server checks before revealing it.
 
@@ -11,15 +11,15 @@ and, in "predict first" mode, a guess of one weight that the server checks befor
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
 
 import numpy as np
-from pydantic import Field
+from pydantic import BaseModel, Field
+from starlette.datastructures import QueryParams
 
 from app.core.i18n import N_, gettext
-from app.features.lab.page import LabPage, lab_page
+from app.features.lab.form import LabForm
+from app.features.lab.page import LabHead, lab_head
 from app.features.lab.schemas import AttentionResult
-from app.features.lab.state import LabParams, Text
 from app.features.stages.page import Stage, Table, head_stages, matrix_map
 from app.features.stages.results import QueryBreakdown
 from app.settings import Settings
@@ -38,8 +38,12 @@ STEPS: tuple[tuple[str, str], ...] = (
 STEP_NAMES = tuple(name for name, _ in STEPS)
 
 
-class WalkthroughParams(LabParams):
-    """The walk-through's URL: the lab state, plus the step shown and the guess, if any."""
+Text = str | None
+
+
+class WalkthroughParams(BaseModel):
+    """The walk-through's own URL parameters, beside the lab state's (LabForm): the step
+    shown and the guess, if any."""
 
     step: Text = Field(None, description="The step shown: " + ", ".join(STEP_NAMES) + ".")
     predict: Text = Field(None, description="1: guess a weight before it is revealed.")
@@ -47,7 +51,7 @@ class WalkthroughParams(LabParams):
     guess: Text = Field(None, description="The guessed weight, 0 to 1.")
 
 
-WALK_PARAMS = frozenset(WalkthroughParams.model_fields) - frozenset(LabParams.model_fields)
+WALK_PARAMS = frozenset(WalkthroughParams.model_fields)
 # How far a guess may be from the weight and still count as close / spot on.
 SPOT_ON = 0.05
 CLOSE = 0.15
@@ -131,7 +135,7 @@ def facts(query: QueryBreakdown) -> dict[str, Any]:
 def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) -> dict[str, Any]:
     """Query items → everything templates/walkthrough.html shows."""
     lab_items, own = split_items(items)
-    lab: LabPage = lab_page(lab_items, settings)
+    lab: LabHead = lab_head(*LabForm.read(QueryParams(lab_items)), settings)
     result = lab.result
     view = head_stages(result.head(), prefix="walk")
     query = view.query
@@ -156,7 +160,7 @@ def walkthrough_context(items: Iterable[tuple[str, str]], settings: Settings) ->
         value = _number(own.get("guess"), 0.0, 1.0)
         guess = Guess(key, value, query.rows[key].weight)
 
-    state = parse_qsl(lab.query, keep_blank_values=True)
+    state = [(name, str(value)) for name, value in lab.state]
     return {
         "lab": lab,
         "state": state,  # the lab's canonical parameters

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.features.lab.form import LabForm
 from app.features.walkthrough.page import WalkthroughParams, walkthrough_context
 from app.web.deps import PageQuery, SettingsDep, page_query
 from app.web.templating import templates
@@ -15,7 +16,7 @@ pages = APIRouter(include_in_schema=False)
 @pages.get("/walkthrough", response_class=HTMLResponse)
 def walkthrough(
     request: Request,
-    query: Annotated[PageQuery, page_query(WalkthroughParams)],
+    query: Annotated[PageQuery, page_query(WalkthroughParams, *LabForm.model_fields)],
     settings: SettingsDep,
 ) -> HTMLResponse:
     context = walkthrough_context(query.items, settings)

@@ -124,6 +124,15 @@ class Heatmap:
         ]
 
 
+@dataclass(frozen=True)
+class PanelSection:
+    """A run of consecutive panels of a group under one heading: the query heads that share
+    a key/value head, the heads of one layer."""
+
+    title: str
+    size: int  # how many panels, from where the previous section ended
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class HeatmapGroup:
     """Small multiples: several heatmaps (one per head) side by side on one colour scale,
@@ -131,15 +140,19 @@ class HeatmapGroup:
     `signed_scale(*matrices)`, for the whole group) and the same `hidden_text`.
 
     `columns` is the most panels side by side; narrower screens get fewer (CSS). `selected`
-    is the index of the outlined panel (the chosen head). `panel_size` scales the panels'
-    cells from the usual size of a small multiple (labels keep their size, fewer of them
-    shown where they would overlap): below 1 for many panels, such as a model's 72 heads."""
+    is the index of the outlined panel (the chosen head). `sections`, when given, split the
+    panels in order into titled runs (their sizes add up to the number of panels): a section
+    starts a new row of at most `columns` panels, and sections smaller than a row share it.
+    `panel_size` scales the panels' cells from the usual size of a small multiple (labels
+    keep their size, fewer of them shown where they would overlap): below 1 for many panels,
+    such as a model's 72 heads."""
 
     id: str
     title: str
     panels: Sequence[Heatmap]
     columns: int = 4
     selected: int | None = None
+    sections: Sequence[PanelSection] = ()
     panel_size: float = 1.0
 
     def __post_init__(self) -> None:
@@ -155,6 +168,11 @@ class HeatmapGroup:
             raise ValueError(f"group {self.id}: no panel {self.selected}")
         if self.columns < 1:
             raise ValueError(f"group {self.id}: columns must be at least 1")
+        sizes = [section.size for section in self.sections]
+        if sizes and (min(sizes) < 1 or sum(sizes) != len(self.panels)):
+            raise ValueError(
+                f"group {self.id}: sections of {sizes} panels for {len(self.panels)} panels"
+            )
         if not 0 < self.panel_size <= 4:
             raise ValueError(f"group {self.id}: panel_size must be in (0, 4]")
 

@@ -20,6 +20,8 @@ from app.figures.heatmap.layout import (
     PNG_FROM_CELLS,
     TYPES,
     Layout,
+    Legend,
+    Swatch,
     Type,
     cell_size,
     layout,
@@ -252,33 +254,22 @@ def _legend(
     figure_id: str, scale: Scale, type_: Type, hidden: str | None, room: float
 ) -> tuple[str, float, float]:
     """The colour bar (a gradient through the scale's own stops, so it shows exactly the
-    colours the cells take), its ticks, and the hidden look named in words. Returns the
-    markup and its width and height."""
-    ticks = scale.tick_texts()
-    plan = plan_legend(type_, scale.label, ticks, hidden, room)
+    colours the cells take), its ticks, and the hidden look named in words; or, for a
+    categorical scale, each state's colour and name. Returns the markup and its size."""
+    plan = plan_legend(type_, scale, hidden, room)
     bar = type_.bar
-    stops = scale.stops
-    gradient = "".join(
-        f'<stop offset="{_n(100 * k / (len(stops) - 1))}%" stop-color="{c}"/>'
-        for k, c in enumerate(stops)
-    )
     out = [
-        f'<defs><linearGradient id="{figure_id}-bar">{gradient}</linearGradient></defs>'
         f'<g class="hm-legend-parts" fill="currentColor" font-size="{_n(type_.tick)}">'
         f'<text x="0" y="{_n(bar / 2)}" dy=".35em" font-size="{_n(type_.title)}">'
         f"{escape(scale.label)}</text>"
-        f'<rect class="hm-bar" x="{_n(plan.bar_x)}" y="0" width="{_n(plan.bar_width)}"'
-        f' height="{_n(bar)}" fill="url(#{figure_id}-bar)"/>'
     ]
-    span = scale.high - scale.low
-    for value, text in zip(scale.ticks(), ticks, strict=True):
-        x = _n(plan.bar_x + plan.bar_width * (value - scale.low) / span)
-        out.append(
-            f'<path d="M{x} {_n(bar)}v3" stroke="currentColor"/>'
-            f'<text x="{x}" y="{_n(bar + 3 + type_.tick * 0.95)}" text-anchor="middle">'
-            f"{escape(text)}</text>"
-        )
-    if hidden is not None:
+    if scale.categorical:  # the hidden look, if any, is one more state
+        colours = [colour for colour, _ in scale.states] + [HIDDEN_COLOUR] * (hidden is not None)
+        out += [_swatch(c, s, type_) for c, s in zip(colours, plan.swatches, strict=True)]
+    else:
+        out.insert(0, _gradient(figure_id, scale))
+        out.append(_bar(figure_id, scale, type_, plan))
+    if hidden is not None and not scale.categorical:
         size = type_.tick
         y = plan.hidden_y + bar / 2
         out.append(
@@ -289,6 +280,49 @@ def _legend(
         )
     out.append("</g>")
     return "".join(out), plan.width, plan.height
+
+
+def _gradient(figure_id: str, scale: Scale) -> str:
+    stops = scale.stops
+    gradient = "".join(
+        f'<stop offset="{_n(100 * k / (len(stops) - 1))}%" stop-color="{c}"/>'
+        for k, c in enumerate(stops)
+    )
+    return f'<defs><linearGradient id="{figure_id}-bar">{gradient}</linearGradient></defs>'
+
+
+def _bar(figure_id: str, scale: Scale, type_: Type, plan: Legend) -> str:
+    """The colour bar and its ticks."""
+    bar = type_.bar
+    out = [
+        f'<rect class="hm-bar" x="{_n(plan.bar_x)}" y="0" width="{_n(plan.bar_width)}"'
+        f' height="{_n(bar)}" fill="url(#{figure_id}-bar)"/>'
+    ]
+    span = scale.high - scale.low
+    for value, text in zip(scale.ticks(), scale.tick_texts(), strict=True):
+        x = _n(plan.bar_x + plan.bar_width * (value - scale.low) / span)
+        out.append(
+            f'<path d="M{x} {_n(bar)}v3" stroke="currentColor"/>'
+            f'<text x="{x}" y="{_n(bar + 3 + type_.tick * 0.95)}" text-anchor="middle">'
+            f"{escape(text)}</text>"
+        )
+    return "".join(out)
+
+
+def _swatch(colour: str, swatch: Swatch, type_: Type) -> str:
+    """One state of a categorical legend: its colour, then its name (one line or more)."""
+    size = type_.tick
+    line = size * 1.35
+    x = _n(swatch.x + size + 4)
+    lines = "".join(
+        f'<tspan x="{x}" y="{_n(swatch.y + line * (k + 0.5))}">{escape(text)}</tspan>'
+        for k, text in enumerate(swatch.lines)
+    )
+    return (
+        f'<rect class="hm-swatch" x="{_n(swatch.x)}" y="{_n(swatch.y + (line - size) / 2)}"'
+        f' width="{_n(size)}" height="{_n(size)}" fill="{colour}" stroke="#767676"'
+        f' stroke-width="0.5"/><text dy=".35em">{lines}</text>'
+    )
 
 
 def _numbers_rule(figure_id: str, lay: Layout) -> str:
@@ -346,8 +380,7 @@ def heatmap_svg(
 
 def _single_layout(heatmap: Heatmap, present: bool) -> Layout:
     hidden = hidden_sentence(heatmap.hidden_text) if heatmap.mask.any() else None
-    legend = (heatmap.scale.label, heatmap.scale.tick_texts(), hidden)
-    return layout(heatmap, TYPES[(present, False)], legend=legend)
+    return layout(heatmap, TYPES[(present, False)], legend=(heatmap.scale, hidden))
 
 
 # ---------------------------------------------------------------- the page's figures
@@ -365,28 +398,31 @@ def _description(
     panels: int = 1,
 ) -> str:
     """The text alternative: what the picture shows, in words."""
-    ticks = scale.tick_texts()
     parts = []
     if panels > 1:
         parts.append(
             ngettext("%(num)d heatmap side by side.", "%(num)d heatmaps side by side.", panels)
             % {"num": panels}
         )
-    parts.append(
-        gettext(
-            "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: %(col_axis)s); "
-            "colour: %(label)s from %(low)s to %(high)s."
+    shape = {"rows": rows, "cols": cols, "row_axis": row_axis, "col_axis": col_axis}
+    if scale.categorical:
+        states = "; ".join(name for _, name in scale.states)
+        parts.append(
+            gettext(
+                "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: "
+                "%(col_axis)s); colour: %(label)s (%(states)s)."
+            )
+            % {**shape, "label": scale.label, "states": states}
         )
-        % {
-            "rows": rows,
-            "cols": cols,
-            "row_axis": row_axis,
-            "col_axis": col_axis,
-            "label": scale.label,
-            "low": ticks[0],
-            "high": ticks[-1],
-        }
-    )
+    else:
+        ticks = scale.tick_texts()
+        parts.append(
+            gettext(
+                "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: "
+                "%(col_axis)s); colour: %(label)s from %(low)s to %(high)s."
+            )
+            % {**shape, "label": scale.label, "low": ticks[0], "high": ticks[-1]}
+        )
     if hidden is not None:
         parts.append(gettext("Grey cells: %(hidden)s.") % {"hidden": hidden})
     if not png:
@@ -421,7 +457,8 @@ def _plot(svg: str) -> str:
 def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
     """One heatmap as the <figure> a page places: its title, the picture (SVG cells, or a
     PNG of them where they are smaller than text), the labels and the legend, a text
-    alternative, and the SVG and PNG download buttons."""
+    alternative, and the SVG and PNG download buttons. Its natural width is the CSS
+    variable --hm-width, for a layout that gives each picture the room it needs."""
     lay = _single_layout(heatmap, present)
     rows, cols = heatmap.shape
     hidden = hidden_sentence(heatmap.hidden_text) if heatmap.mask.any() else None
@@ -431,7 +468,8 @@ def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
         rows, cols, heatmap.row_axis, heatmap.col_axis, heatmap.scale, hidden, png=lay.png
     )
     return Markup(
-        f'<figure class="hm" id="{heatmap.id}" data-file="{escape(file_name(heatmap.title))}">'
+        f'<figure class="hm" id="{heatmap.id}" data-file="{escape(file_name(heatmap.title))}"'
+        f' style="--hm-width: {_n(lay.width)}px">'
         f"{_caption(heatmap.id, heatmap.title, heatmap.href)}{_plot(svg)}"
         f'<p class="visually-hidden" id="{desc_id}">{escape(description)}</p>'
         f"{_tools(heatmap.title)}</figure>"
@@ -451,8 +489,29 @@ def svg_document(figure: Heatmap | HeatmapGroup) -> str:
 # ---------------------------------------------------------------- small multiples
 
 
+def section_cells(sizes: list[int], columns: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """Where a group's panels go in a grid of `columns`: (row, column) of each panel, and the
+    first row of each section. A section goes on the current row where its panels fit in
+    what is left of it, else it starts a new one; one larger than a row takes rows of its own.
+    Without sections (one section of every panel) the panels simply fill the rows."""
+    cells: list[tuple[int, int]] = []
+    starts: list[int] = []
+    row = col = 0
+    for size in sizes:
+        if col and col + size > columns:
+            row, col = row + 1, 0
+        starts.append(row)
+        cells.extend((row + j // columns, col + j % columns) for j in range(size))
+        if col + size >= columns:
+            row, col = row + -(-(col + size) // columns), 0
+        else:
+            col += size
+    return cells, starts
+
+
 class _GroupPlan:
-    """Every panel's layout, the shared legend, and where each goes in the standalone SVG."""
+    """Every panel's layout, the shared legend, and where each panel and section title goes
+    in the standalone SVG."""
 
     def __init__(self, group: HeatmapGroup, present: bool) -> None:
         usual = TYPES[(present, True)]
@@ -472,17 +531,27 @@ class _GroupPlan:
         self.columns = columns
         self.heading = self.type.heading * 1.8
         step_x, step_y = widest + GROUP_GAP, tallest + GROUP_GAP
+        sizes = [s.size for s in group.sections] or [len(group.panels)]
+        grid, starts = section_cells(sizes, columns)
+        titled = set(starts) if group.sections else set()
+        title_h = self.type.title * 1.6
+        tops = [self.heading]  # the top of each row of panels, its section titles included
+        for row in range(grid[-1][0] + 1):
+            tops.append(tops[-1] + step_y + (title_h if row in titled else 0))
         self.places = [
-            ((k % columns) * step_x, self.heading + (k // columns) * step_y)
-            for k in range(len(group.panels))
+            (col * step_x, tops[row] + (title_h if row in titled else 0)) for row, col in grid
+        ]
+        first = [sum(sizes[:k]) for k in range(len(sizes))]
+        self.section_titles = [
+            (section.title, grid[k][1] * step_x, tops[grid[k][0]] + title_h * 0.75)
+            for section, k in zip(group.sections, first, strict=False)
         ]
         room = columns * step_x - GROUP_GAP
         self.legend, legend_w, legend_h = _legend(
             group.id, group.scale, self.type, self.hidden, max(room, 360)
         )
         self.legend_size = (legend_w, legend_h)
-        rows = -(-len(group.panels) // columns)
-        self.legend_place = (0.0, self.heading + rows * step_y)
+        self.legend_place = (0.0, tops[-1])
         self.size = (max(room, legend_w), self.legend_place[1] + legend_h)
         # in the page a panel's title is its caption, which wraps: the picture sets the width
         self.panel_width = max(lay.width for lay in self.layouts)
@@ -519,13 +588,36 @@ def _frame_svg(group: HeatmapGroup, plan: _GroupPlan, *, standalone: bool) -> st
         + f'<rect x="0" y="0" width="{_n(w)}" height="{_n(h)}" fill="{PAPER}"/>'
         f'<text x="0" y="{_n(plan.type.heading * 1.25)}" font-size="{_n(plan.type.heading)}"'
         f' font-weight="bold" fill="currentColor">{escape(group.title)}</text>'
+        + "".join(
+            f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(plan.type.title)}" font-weight="bold"'
+            f' fill="currentColor">{escape(title)}</text>'
+            for title, x, y in plan.section_titles
+        )
     )
+
+
+def _sections(group: HeatmapGroup, panels: list[str]) -> str:
+    """The panels' markup in the page: one grid, or one titled run per section."""
+    if not group.sections:
+        return f'<div class="hm-panels">{"".join(panels)}</div>'
+    out = []
+    start = 0
+    for k, section in enumerate(group.sections):
+        title_id = f"{group.id}-section-{k}"
+        out.append(
+            f'<div class="hm-section" role="group" aria-labelledby="{title_id}">'
+            f'<p class="hm-section-title" id="{title_id}">{escape(section.title)}</p>'
+            f'<div class="hm-panels">{"".join(panels[start : start + section.size])}</div></div>'
+        )
+        start += section.size
+    return f'<div class="hm-sections">{"".join(out)}</div>'
 
 
 def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
     """Small multiples as the <figure> a page places: the group's title, a grid of panels
-    (each titled, its tokens on both axes; fewer columns on narrow screens), one colour bar
-    for all, a text alternative and the downloads of the whole group."""
+    (each titled, its tokens on both axes; fewer columns on narrow screens), in titled
+    sections if it has them, one colour bar for all, a text alternative and the downloads
+    of the whole group."""
     plan = _GroupPlan(group, present)
     desc_id = f"{group.id}-desc"
     panels = []
@@ -558,9 +650,8 @@ def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
     )
     style = f"--hm-columns: {plan.columns}; --hm-panel: {_n(plan.panel_width)}px"
     return Markup(
-        f'<figure class="hm-group" id="{group.id}" data-file="{escape(file_name(group.title))}">'
-        f"{_caption(group.id, group.title, None)}"
-        f'<div class="hm-panels" style="{style}">{"".join(panels)}</div>'
+        f'<figure class="hm-group" id="{group.id}" data-file="{escape(file_name(group.title))}"'
+        f' style="{style}">{_caption(group.id, group.title, None)}{_sections(group, panels)}'
         f"{_legend_svg(group, plan, standalone=False)}"
         f"{_frame_svg(group, plan, standalone=False)}</svg>"
         f'<p class="visually-hidden" id="{desc_id}">{escape(description)}</p>'

@@ -1,11 +1,14 @@
 """The pages as a person reads them: the numbers in the HTML are the API's numbers."""
 
 import re
-from urllib.parse import parse_qsl
+from html import unescape
+from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+
+from app.figures.heatmap import HIDDEN_COLOUR, weights_scale
 
 
 def table_numbers(html: str, table_id: str) -> list[list[float]]:
@@ -37,11 +40,111 @@ def test_heads_page_shows_the_api_output(client: TestClient) -> None:
     assert "4× less" in html
 
 
+def panels(html: str) -> dict[str, str]:
+    """Each panel of the figure of every head, by id: its markup."""
+    group = html.split('id="fig-heads"', 1)[1].split('class="hm-legend-svg"', 1)[0]
+    return dict(re.findall(r'<figure class="hm hm-panel[^"]*" id="([^"]+)">(.*?)</figure>', group))
+
+
+def test_every_heads_panel_draws_the_apis_weights(client: TestClient) -> None:
+    html = client.get("/heads?text=a+b+a+c&heads=4&kv_heads=2&mask=causal").text
+    body = client.post(
+        "/api/heads",
+        json={"tokens": ["a", "b", "a", "c"], "d_model": 8, "heads": 4, "kv_heads": 2,
+              "d_head": 4, "mask": {"causal": True}},
+    ).json()  # fmt: skip
+    shown = panels(html)
+    assert list(shown) == ["heads-0", "heads-1", "heads-2", "heads-3"]
+    scale = weights_scale()
+    for i, markup in enumerate(shown.values()):
+        tips = re.findall(r'data-tip="[^"]*: ([^"]*)"', markup)
+        fills = re.findall(r'<rect[^>]* fill="(#[0-9a-f]{6})" data-tip', markup)
+        weights = np.array(body["heads"][i]["weights"])
+        allowed = np.array(body["heads"][i]["allowed"])
+        np.testing.assert_allclose(np.array(tips, dtype=float).reshape(4, 4), weights, atol=5e-4)
+        expected = [scale.colour(w) if seen else HIDDEN_COLOUR
+                    for w, seen in zip(weights.ravel(), allowed.ravel(), strict=True)]  # fmt: skip
+        assert fills == expected
+    # A section per key/value head, in head order.
+    assert re.findall(r'class="hm-section-title"[^>]*>([^<]*)<', html) == [
+        "Key/value head 0",
+        "Key/value head 1",
+    ]
+
+
 def test_heads_page_chooses_a_head_from_the_url(client: TestClient) -> None:
-    html = client.get("/heads?heads=4&kv_heads=2&head=3").text
-    assert "Head 3, every stage (it uses key/value head 1)" in html
-    assert 'href="/heads?' in html
-    assert 'aria-current="true">Open head 3' in html
+    html = client.get("/heads?heads=4&kv_heads=2&head=3&lang=es").text
+    assert "Cabeza 3, todas las etapas (usa la cabeza de clave/valor 1)" in html
+    shown = panels(html)
+    # The chosen head is outlined, and only it.
+    assert [i for i, m in shown.items() if 'class="hm-chosen"' in m] == ["heads-3"]
+    assert '<figure class="hm hm-panel hm-chosen-panel" id="heads-3">' in html
+    # Every panel's title links to the state with that head chosen, in the reader's view.
+    for i, markup in enumerate(shown.values()):
+        href, title = re.search(
+            r'<figcaption class="hm-title"[^>]*><a href="([^"]+)">([^<]+)<', markup
+        ).groups()
+        state = dict(parse_qsl(urlsplit(unescape(href)).query))
+        assert (title, state["head"], state["heads"], state["kv_heads"]) == (
+            f"cabeza {i}",
+            str(i),
+            "4",
+            "2",
+        )
+        assert state["lang"] == "es"
+
+
+@pytest.mark.parametrize("query", ["", "present=1", "lang=es&present=1"])
+def test_sections_are_numbered_in_reading_order_in_every_mode(
+    client: TestClient, query: str
+) -> None:
+    """1 to 5 down the page, "Why divide by √d_k?" before the API snippet; the chosen head's
+    weights beside every head (presenter mode) and the shared shuffle demo are unnumbered."""
+    html = client.get(f"/heads?{query}").text
+    headings = re.findall(r'<h2 id="([^"]+)">(?:(\d+)\. )?', html)
+    numbered = [(h, int(n)) for h, n in headings if n]
+    assert numbered == [
+        ("all-heads", 1),
+        ("selected-head", 2),
+        ("concat-heading", 3),
+        ("kv-cache-heading", 4),
+        ("why-sqrt-dk-heading", 5),
+    ]
+    assert {h for h, n in headings if not n} <= {"chosen-weights-heading", "position-heading"}
+    assert html.index('id="why-sqrt-dk"') < html.index('id="request-json"')
+
+
+def test_a_state_that_cannot_be_computed_numbers_no_section(client: TestClient) -> None:
+    html = client.get("/heads?heads=3&kv_heads=2&d_head=999").text
+    assert 'id="all-heads"' not in html
+    assert '<h2 id="why-sqrt-dk-heading">Why divide by √d_k?</h2>' in html
+
+
+def test_the_formula_speaks_the_readers_language(client: TestClient) -> None:
+    html = client.get("/heads?lang=es").text
+    formula = html.split('id="heads-formula"', 1)[1].split("</p>", 1)[0]
+    assert "salida = [cabeza<sub>0</sub>" in formula
+    assert "output" not in formula.split(">", 1)[1]
+
+
+def test_presenter_mode_puts_the_chosen_heads_weights_beside_every_head(
+    client: TestClient,
+) -> None:
+    html = client.get("/heads?present=1").text
+    overview = html.split('class="heads-overview beside"', 1)[1].split('id="chosen-head"', 1)[0]
+    assert 'id="fig-heads"' in overview
+    assert 'id="head-weights"' in overview
+    assert html.count('id="head-weights"') == 1  # the strip below shows the other stages
+    assert 'id="head-weights"' not in client.get("/heads").text.split('id="chosen-head"', 1)[0]
+
+
+def test_without_javascript_enter_applies_the_fields_not_a_preset(client: TestClient) -> None:
+    """A form's default button is its first submit button: the hidden Update, not a preset."""
+    form = client.get("/heads").text.split('id="heads-form"', 1)[1].split("</form>", 1)[0]
+    first = re.search(r"<button[^>]*>", form).group(0)
+    assert 'type="submit"' in first
+    assert "name=" not in first
+    assert "hidden" in first
 
 
 @pytest.mark.parametrize("path", ["/heads?", "/?tokens=the+cat+saw+the+cat&d_k=2&"])

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from app.core.i18n import format_rows
+from app.core.i18n import format_rows, use_locale
 from app.features.lab.download import stages_csv
 from app.features.lab.schemas import AttentionRequest
 from app.features.lab.service import compute_attention
@@ -129,3 +129,79 @@ def test_wide_heads_leave_the_arithmetic_out_of_the_hover_but_keep_the_numbers()
     assert len(stage(view, "weights").table.matrix) == 14  # the tables stay whole
     narrow = head_stages(compute_attention(AttentionRequest(tokens=tokens), SETTINGS))
     assert stage(narrow, "scores").map.hover is not None
+
+
+# ---------------------------------------------------------------- the query in a sentence
+
+
+def summary(locale: str = "en", **request: object) -> str:
+    with use_locale(locale):
+        result = compute_attention(AttentionRequest.model_validate(request), SETTINGS)
+        return head_stages(result.head()).summary
+
+
+TIE = {"tokens": ["a", "b", "c"], "x": [[1, 0], [1, 0], [0, 1]], "mask": {}, "query": 2}
+ALL_HIDDEN = {"mask": {"allowed": [[False] * 3, [True, True, False], [True] * 3]}, "query": 0}
+# Every score of "c" below 0: its weights are still never negative, the least negative wins.
+NEGATIVE = {
+    "tokens": ["a", "b", "c"],
+    "x": [[0.5, 0], [2, 0], [1, 0]],
+    "w_q": [[1, 0], [0, 1]],
+    "w_k": [[-1, 0], [0, -1]],
+    "mask": {},
+    "query": 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("locale", "request_", "sentence"),
+    [
+        (
+            "en",
+            {},
+            "“cat” sees 2 of its 3 keys; its largest weight, 0.670, goes to “The”; its output "
+            "is [0.835, −0.340].",
+        ),
+        (
+            "es",
+            {},
+            "«cat» ve 2 de sus 3 claves; su mayor peso, 0,670, va a «The»; su salida es "
+            "[0,835; −0,340].",
+        ),
+        ("en", TIE, "its largest weight, 0.373, goes to each of “a” and “b”;"),
+        ("es", TIE, "su mayor peso, 0,373, va a cada una de «a» y «b»;"),
+        ("en", ALL_HIDDEN, "“The” sees no key, so its weights and its output are all 0"),
+        ("es", ALL_HIDDEN, "«The» no ve ninguna clave, así que sus pesos y su salida son todos 0"),
+        ("en", NEGATIVE, "“c” sees 3 of its 3 keys; its largest weight, 0.488, goes to “a”;"),
+        ("es", NEGATIVE, "«c» ve 3 de sus 3 claves; su mayor peso, 0,488, va a «a»;"),
+    ],
+)
+def test_the_querys_sentence_is_true_of_its_numbers(
+    locale: str, request_: dict[str, object], sentence: str
+) -> None:
+    assert sentence in summary(locale, **request_)
+
+
+def test_the_sentences_states_are_what_they_claim() -> None:
+    """The states above have a tie, a row with no visible key, and only negative scores."""
+    tie = compute_attention(AttentionRequest.model_validate(TIE), SETTINGS)
+    weights = np.asarray(tie.weights)[2]
+    assert weights[0] == weights[1] > weights[2]
+    hidden = compute_attention(AttentionRequest.model_validate(ALL_HIDDEN), SETTINGS)
+    assert np.asarray(hidden.weights)[0].tolist() == [0.0, 0.0, 0.0]
+    assert np.asarray(hidden.output)[0].tolist() == [0.0, 0.0]
+    negative = compute_attention(AttentionRequest.model_validate(NEGATIVE), SETTINGS)
+    assert np.asarray(negative.scores)[2].tolist() == [-0.5, -2.0, -1.0]
+    assert np.asarray(negative.weights)[2].min() >= 0
+
+
+def test_the_table_says_when_its_printed_parts_do_not_add_up() -> None:
+    """Three decimals throughout: the worked example adds up as printed; "a b c" at d = 4 has
+    a weight × V column whose printed parts sum to −0.880 under a printed Σ of −0.879."""
+    assert not head_stages(compute_attention(AttentionRequest(), SETTINGS).head()).rounded_parts
+    request = AttentionRequest(tokens=["a", "b", "c"], d_model=4, d_k=4, d_v=4)
+    view = head_stages(compute_attention(request, SETTINGS).head())
+    parts = [f"{row.weighted_value[0]:.3f}" for row in view.query.rows]
+    assert parts == ["-0.461", "-0.270", "-0.149"]
+    assert f"{view.query.output[0]:.3f}" == "-0.879"
+    assert view.rounded_parts

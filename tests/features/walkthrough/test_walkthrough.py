@@ -41,7 +41,7 @@ def test_each_step_of_the_worked_example_shows_its_numbers(client, step, says, f
 
 def test_the_sum_step_ends_with_the_query_table(client) -> None:
     html = page(client, step="output")
-    assert 'id="walk-query-output">[0.83, −0.34]' in html
+    assert 'id="walk-query-output">[0.835, −0.340]' in html
 
 
 def test_previous_and_next_carry_the_state_the_mode_and_the_language(client) -> None:

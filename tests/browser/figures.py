@@ -44,7 +44,7 @@ def cells_box(page: Page, figure: str) -> dict[str, float]:
 # Per server heatmap: its token labels, the smallest text on it as rendered (font size times
 # the picture's scale), labels over each other on one axis, the title over labels, axis titles
 # over labels, and its colour bar (first stop, the tick labels at both ends; a panel's is its
-# group's).
+# group's) or, for states, its legend's swatches.
 HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
   const svg = f.querySelector('svg');
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
@@ -72,6 +72,7 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
           smallest: Math.min(...shown('text').map(size)),
           numbers: shown('.hm-nums text').map(size),
           first_stop: stop ? stop.getAttribute('stop-color') : null,
+          swatches: f.querySelectorAll('.hm-swatch').length,
           low: ticks.length ? parseFloat(ticks[0]) : null,
           high: ticks.length ? parseFloat(ticks[ticks.length - 1]) : null};
 })"""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.core.i18n import format_number
-from app.web.figures import LINE_COLOURS
+from app.figures.charts import LINE_COLOURS
 
 
 def shown_piece(piece: str) -> str:

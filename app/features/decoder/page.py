@@ -7,11 +7,13 @@ long text's three runs and the induction test do not depend on the prompt and ar
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from app.core.background import OnceInBackground
 from app.core.errors import BusyError, InputError, ModelUnavailableError, validation_errors
 from app.core.i18n import N_, format_number, gettext
 from app.features.decoder.charts import Bar, LineChart, bars, line_chart, shown_piece
@@ -51,6 +53,10 @@ ROLE_NAMES = {  # as the grid's cells name them, short (the legend says them in 
     "broad": N_("broad"),
     "induction": N_("induct."),
 }
+LAYER_MARK, HEAD_MARK = 987654321, 876543210  # placeholders in a link, never real values
+KEPT_RUNS = 24
+KEPT_WAIT_S = 600.0  # only a caller that chooses to wait for one (a test, a benchmark) waits
+KEPT_BUSY = "the decoder's runs on the long text are still going on this server"
 ROLE_NUMBERS = ("previous", "self", "first", "entropy")
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16"}  # numpy's name → the cost calculator's
 
@@ -188,27 +194,46 @@ class DecoderView:
         prompt = self.result.tokens[: self.result.prompt_length]
         return last + [(str(i), f"{i}: {shown_piece(t)}") for i, t in enumerate(prompt)]
 
+    @cached_property
+    def _head_link_parts(self) -> tuple[str, str]:
+        """This state's link with {layer} and {head} to fill in, encoded once: the grid has
+        270 links."""
+        marked = url("/decoder", self.form.state(layer=LAYER_MARK, head=HEAD_MARK, query=None))
+        before, rest = marked.split(str(LAYER_MARK), 1)
+        return before, rest
+
     def head_link(self, layer: int, head: int) -> str:
-        return url("/decoder", self.form.state(layer=layer, head=head, query=None))
+        before, rest = self._head_link_parts
+        return f"{before}{layer}{rest}".replace(str(HEAD_MARK), str(head), 1)
 
 
 # ---------------------------------------------------------------- runs kept per process
 
 
-_kept: dict[tuple[Any, ...], DecoderResult] = {}
+_kept: dict[tuple[Any, ...], OnceInBackground[DecoderResult]] = {}
 _kept_lock = threading.Lock()
+_kept_turn = threading.Lock()  # one kept run computes at a time: they share the cores
 
 
-def kept_run(loaded: LoadedDecoder, req: DecoderRequest, settings: Settings) -> DecoderResult:
-    """A run that does not depend on the prompt, computed once per process and model."""
+def kept_run(
+    loaded: LoadedDecoder, req: DecoderRequest, settings: Settings
+) -> OnceInBackground[DecoderResult]:
+    """A run that does not depend on the prompt (the long text, the induction test): started
+    in the background once per process and model, shown by the pages once it is done. At
+    most KEPT_RUNS are kept (a reader trying window after window), the oldest dropped."""
     key = (id(loaded.weights), req.model_dump_json())
+
+    def compute() -> DecoderResult:
+        with _kept_turn:
+            return compute_decoder(req, settings)
+
     with _kept_lock:
-        known = _kept.get(key)
-    if known is None:
-        known = compute_decoder(req, settings)
-        with _kept_lock:
-            _kept[key] = known
-    return known
+        run = _kept.pop(key, None) or OnceInBackground(compute, KEPT_WAIT_S, KEPT_BUSY)
+        _kept[key] = run  # the newest last
+        while len(_kept) > KEPT_RUNS:
+            del _kept[next(iter(_kept))]
+    run.start()
+    return run
 
 
 # ---------------------------------------------------------------- the parts of the view
@@ -366,8 +391,14 @@ def cache_view(result: DecoderResult, form: DecoderForm) -> CacheView:
     )
 
 
-def policy_view(loaded: LoadedDecoder, form: DecoderForm, settings: Settings) -> PolicyView:
-    """The long text under the three policies, with the form's window and sinks."""
+POLICIES = ("full", "window", "sinks")
+
+
+def kept_runs(
+    loaded: LoadedDecoder, form: DecoderForm, settings: Settings
+) -> dict[str, OnceInBackground[DecoderResult]]:
+    """The runs a page shows that do not depend on its prompt: the long text under each
+    policy (with the form's window and sinks), and the induction test."""
     specs = {
         "full": CacheSpec(),
         "window": CacheSpec(policy="window", window=form.window),
@@ -377,7 +408,18 @@ def policy_view(loaded: LoadedDecoder, form: DecoderForm, settings: Settings) ->
         name: kept_run(loaded, DecoderRequest(text=LONG_TEXT, cache=spec), settings)
         for name, spec in specs.items()
     }
-    surprisal = {name: [float(s) for s in run.surprisal[1:]] for name, run in runs.items()}
+    return {
+        **runs,
+        "induction": kept_run(loaded, DecoderRequest(repeat_random=INDUCTION), settings),
+    }
+
+
+def policy_view(form: DecoderForm, kept: dict[str, DecoderResult | None]) -> PolicyView | None:
+    """The long text under the three policies (None while those runs still compute)."""
+    runs = {name: kept[name] for name in POLICIES}
+    if any(run is None for run in runs.values()):
+        return None
+    surprisal = {name: [float(s) for s in run.surprisal[1:]] for name, run in runs.items() if run}
     names = {
         "full": gettext("full cache"),
         "window": gettext("window of %(w)s") % {"w": form.window},
@@ -388,7 +430,8 @@ def policy_view(loaded: LoadedDecoder, form: DecoderForm, settings: Settings) ->
         [(names[name], values) for name, values in surprisal.items()],
         marker=(past, gettext("the window slides past the first token")),
     )
-    full = runs["full"]
+    full = kept["full"]
+    assert full is not None
     first = np.array([[role["first"] for role in row] for row in full.roles])
     return PolicyView(
         chart=chart,
@@ -489,7 +532,8 @@ def full_view(
 ) -> DecoderView:
     form = view.form
     tokens = [shown_piece(t) for t in result.tokens]
-    induction = kept_run(loaded, DecoderRequest(repeat_random=INDUCTION), settings)
+    kept = {name: run.result for name, run in kept_runs(loaded, form, settings).items()}
+    induction = kept["induction"]
     timing = decode_timing(
         loaded.weights, settings.measure_time_cap_seconds, settings.measure_wait_seconds
     )
@@ -518,8 +562,8 @@ def full_view(
         group_mates=[h for h in result.model.kv_groups[kv_head] if h != form.head],
         cache=cache_view(result, form),
         timing=timing.result,
-        policies=policy_view(loaded, form, settings),
-        induction=induction_view(induction),
+        policies=policy_view(form, kept),
+        induction=None if induction is None else induction_view(induction),
         source=loaded.source_text(),
         undo_generate=url("/decoder", form.state(generate=0)) if form.generate else None,
         all_on=url("/decoder", form.state(off=[])) if off else None,

@@ -2,11 +2,13 @@
 decoded one at a time against every layer's KV cache, and what the heads did on the way."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
@@ -42,6 +44,18 @@ LOGIT_ROWS = 64  # prompt rows unembedded at once: 64 × 49,152 logits, 12.6 MB 
 # they compute once the cores are busy (bench/bench_decoder.py: a 32-token prefill took 0.2 s
 # with one thread and 9.5 s with two on a loaded machine). The limit is process-wide while it
 # holds; one request runs at a time in the work thread.
+
+
+@cache
+def blas_controller() -> ThreadpoolController:
+    """Made once per process: making one inspects every loaded library, which took a quarter
+    of a second per request on a busy machine."""
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """BLAS limited to one thread while the block runs (ONE_BLAS_THREAD)."""
+    return blas_controller().limit(limits=1, user_api="blas")
 
 
 def loaded_decoder(settings: Settings) -> LoadedDecoder:
@@ -169,7 +183,7 @@ def compute_decoder(
 ) -> DecoderResult:
     """The whole /api/decoder result for one request, with one BLAS thread (ONE_BLAS_THREAD).
     `check` is called between layers and may raise to abandon the work."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return decode_request(req, settings, check)
 
 

@@ -2,6 +2,7 @@
 and the heads carry the API's numbers for the same state; bad input is a sentence in the
 reader's language; a missing or loading model is a 503 page that says what to do."""
 
+import asyncio
 import re
 import threading
 from collections.abc import Callable
@@ -17,10 +18,25 @@ from starlette.datastructures import QueryParams
 from app.core.i18n import use_locale
 from app.features.decoder import store
 from app.features.decoder.form import DecoderForm
-from app.features.decoder.page import INDUCTION, LONG_TEXT
+from app.features.decoder.page import INDUCTION, LONG_TEXT, kept_runs
 from app.features.decoder.store import INSTALL_HINT, LoadedDecoder
+from app.settings import Settings
+from tests.conftest import TEST_SETTINGS
 
 pytestmark = pytest.mark.usefixtures("decoder")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kept(decoder: LoadedDecoder) -> None:
+    """The runs the page starts in the background for its default window and sinks (the
+    long text, the induction test), awaited before the pages are read."""
+
+    async def finished() -> None:
+        runs = kept_runs(decoder, DecoderForm(), Settings(**TEST_SETTINGS))
+        for run in runs.values():
+            await run.get()
+
+    asyncio.run(finished())
 
 
 def post(client: TestClient, **body: Any) -> Any:

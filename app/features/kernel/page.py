@@ -17,7 +17,7 @@ from app.features.kernel.results import DecodeResult, TiledResult
 from app.features.kernel.schemas import MAX_SRAM_ELEMENTS, DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.kernel.traffic import traffic_view
-from app.features.lab.form import MASK_MODES
+from app.features.lab.form import MASK_MODES, text_limits
 from app.features.lab.page import LabHead
 from app.features.stages.page import FULL_TABLES_UP_TO, head_stages
 from app.math.flash import Transfer
@@ -32,6 +32,8 @@ Text = str | None
 class KernelParams(BaseModel):
     """The /kernel page's own URL parameters, beside the lab state's (LabForm): tile sizes,
     prompt length, and where each walk-through stands."""
+
+    text_limits = staticmethod(text_limits)  # the lab's text, cut where the lab cuts it
 
     block_q: Text = Field(None, description="Query rows per tile.")
     block_k: Text = Field(None, description="Key rows per tile.")

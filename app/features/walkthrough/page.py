@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from starlette.datastructures import QueryParams
 
 from app.core.i18n import N_, gettext
-from app.features.lab.form import LabForm
+from app.features.lab.form import LabForm, text_limits
 from app.features.lab.page import LabHead, lab_head
 from app.features.lab.schemas import AttentionResult
 from app.features.stages.page import Stage, Table, head_stages, matrix_map
@@ -44,6 +44,8 @@ Text = str | None
 class WalkthroughParams(BaseModel):
     """The walk-through's own URL parameters, beside the lab state's (LabForm): the step
     shown and the guess, if any."""
+
+    text_limits = staticmethod(text_limits)  # the lab's text, cut where the lab cuts it
 
     step: Text = Field(None, description="The step shown: " + ", ".join(STEP_NAMES) + ".")
     predict: Text = Field(None, description="1: guess a weight before it is revealed.")

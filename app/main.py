@@ -26,7 +26,7 @@ from app.web.edge import Edge
 from app.web.requestlog import configure_logging
 from app.web.static import StaticFiles
 
-FEATURES = (lab, walkthrough, heads, cost, kernel, model, classroom, docs)
+FEATURES = (lab, walkthrough, heads, cost, kernel, model, decoder, classroom, docs)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -59,7 +59,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for feature in FEATURES:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
-    application.include_router(decoder.api)  # its page comes later
     application.include_router(health.router)
     # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
     # the query for the templates to carry on), the answer cache (plain answers), compression

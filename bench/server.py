@@ -30,20 +30,23 @@ def free_port() -> int:
 
 
 class Server:
-    """`python <command>` with HOST=127.0.0.1, a free PORT and WORKERS (plus `env`), ready
-    once `ready_path` answers. "{port}" in the command is replaced by the port."""
+    """`python <command>` with HOST=127.0.0.1, a free PORT and WORKERS (None: the app's
+    default) plus `env`, ready once `ready_path` answers. "{port}" in the command is replaced
+    by the port."""
 
     def __init__(
         self,
         command: list[str] | None = None,
         env: dict[str, str] | None = None,
         ready_path: str = "/healthz",
-        workers: int = 1,
+        workers: int | None = 1,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = {**os.environ, **(env or {})}
-        full_env.update(HOST="127.0.0.1", PORT=str(self.port), WORKERS=str(workers))
+        full_env.update(HOST="127.0.0.1", PORT=str(self.port))
+        if workers is not None:
+            full_env["WORKERS"] = str(workers)
         args = [arg.format(port=self.port) for arg in (command or ["-m", "app"])]
         self.process = subprocess.Popen(
             [sys.executable, *args],
@@ -52,7 +55,7 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(self.url + ready_path, timeout=2) as r:
@@ -61,7 +64,7 @@ class Server:
             except OSError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"the server did not answer {ready_path} within 30 s")
+        raise RuntimeError(f"the server did not answer {ready_path} within 120 s")
 
     def stop(self) -> None:
         self.process.terminate()

@@ -32,6 +32,10 @@ class OnceInBackground(Generic[T]):
             return None
         return run.result()
 
+    def start(self) -> None:
+        """Start the run if none is under way or finished (a page shows it when it ends)."""
+        self._started()
+
     def _started(self) -> Future[T]:
         with self._lock:
             run = self._run

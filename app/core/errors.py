@@ -79,6 +79,8 @@ SENTENCES = {
     "model_type": N_("{field} must be an object in curly braces, not {got}"),
     "model_attributes_type": N_("{field} must be an object in curly braces, not {got}"),
     "finite_number": N_("{field} must be a finite number, not {got}; JSON has no NaN or Infinity"),
+    "literal_error": N_("{field} is {got} but must be one of {expected}"),
+    "enum": N_("{field} is {got} but must be one of {expected}"),
     "greater_than_equal": N_("{field} is {got} but must be at least {ge}"),
     "greater_than": N_("{field} is {got} but must be above {gt}"),
     "less_than_equal": N_("{field} is {got} but must be at most {le}"),

@@ -42,17 +42,41 @@ class Lesson:
 # The lab's generated examples use four-wide vectors (app/features/lab/form.py reads these names).
 GENERATED = {"d_model": "4", "d_k": "4", "d_v": "4"}
 
+# The lesson path, in the order a first course on attention takes it: one head, why it
+# divides by √d_k, masks, softmax and the weighted values, many heads, positions, what long
+# inputs cost, the kernel and the cache that answer it, then two trained models. Each
+# lesson's banner links to the next one (`next_lesson`).
 LESSONS: tuple[Lesson, ...] = (
     Lesson(
         slug="worked-example",
-        title=N_("The worked example"),
+        title=N_("One head: the worked example"),
         text=N_(
             "Three tokens, “The cat sleeps”, each a vector of two numbers, in a decoder. Follow "
             "the query “cat”: its dot products with the keys are 1, 0 and 1; dividing by √2 "
-            "gives 0.707 and 0; the causal mask hides “sleeps”, which comes later. Softmax "
-            "turns 0.707 and 0 into 0.670 and 0.330, and the output mixes the first two values "
-            "in that proportion: [0.83, −0.34]."
+            "gives 0.707, 0 and 0.707; the causal mask hides “sleeps”, which comes later. "
+            "Softmax turns 0.707 and 0 into 0.670 and 0.330, and the output mixes the first two "
+            "values in that proportion: [0.835, −0.340]."
         ),
+    ),
+    Lesson(
+        slug="scaling",
+        title=N_("Why divide by √d_k"),
+        path="/heads",
+        text=N_(
+            "A score adds up d_k products, so its spread grows like √d_k. Here every head is 64 "
+            "numbers wide and the division is switched off: most rows put more than 0.9 of "
+            "their weight on a single key, and softmax has almost nothing left to learn from. "
+            "Switch Scaling back on and the weights spread out again. “Why divide by √d_k?” on "
+            "this page measures it for every width."
+        ),
+        params={
+            "text": "the cat sat on the mat",
+            "d_model": "16",
+            "heads": "4",
+            "kv_heads": "4",
+            "d_head": "64",
+            "scale": "off",
+        },
     ),
     Lesson(
         slug="encoder-decoder",
@@ -106,6 +130,19 @@ LESSONS: tuple[Lesson, ...] = (
         },
     ),
     Lesson(
+        slug="softmax-values",
+        title=N_("Softmax and the weighted values"),
+        path="/walkthrough",
+        text=N_(
+            "Softmax turns each row of scores into weights between 0 and 1 that add up to 1, "
+            "and a hidden key gets exactly 0. For “cat” that is 0.670 for “The”, 0.330 for "
+            "itself and 0 for “sleeps”. The output is then a weighted sum of the value rows: "
+            "0.670 × [1, −1] + 0.330 × [0.5, 1] = [0.835, −0.340]. Press → to see the "
+            "weighted values and their sum."
+        ),
+        params={"step": "weights"},
+    ),
+    Lesson(
         slug="heads-gqa",
         title=N_("Many heads and grouped-query attention"),
         path="/heads",
@@ -124,6 +161,39 @@ LESSONS: tuple[Lesson, ...] = (
             "d_head": "4",
             "mask": "causal",
         },
+    ),
+    Lesson(
+        slug="positions",
+        title=N_("Positions"),
+        path="/heads",
+        text=N_(
+            "Attention compares queries with keys by their content alone. With no positional "
+            "encoding and no causal mask, the two “the” of “the cat sat on the mat” get "
+            "identical output rows, and shuffling the words only shuffles the outputs: see "
+            "“Shuffle the tokens” below. Choose sinusoidal or RoPE under Position information "
+            "and the two “the” come apart."
+        ),
+        params={
+            "text": "the cat sat on the mat",
+            "d_model": "8",
+            "heads": "4",
+            "kv_heads": "2",
+            "d_head": "4",
+            "mask": "bidirectional",
+            "positional": "none",
+        },
+    ),
+    Lesson(
+        slug="long-context-cost",
+        title=N_("What 128k tokens cost"),
+        path="/cost",
+        text=N_(
+            "At 131,072 tokens one head's dense score matrix has 17,179,869,184 entries: 32 GiB "
+            "at 2 bytes each, for one head of one layer. That is why long-context kernels never "
+            "store it. What has to be stored is the KV cache: for Qwen2.5-7B, with 4 key/value "
+            "heads for 28 query heads, 7 GiB per sequence."
+        ),
+        params={"preset": "qwen2.5-7b", "seq_len": "131072"},
     ),
     Lesson(
         slug="tiled-kernel",
@@ -165,18 +235,45 @@ LESSONS: tuple[Lesson, ...] = (
         },
     ),
     Lesson(
-        slug="long-context-cost",
-        title=N_("What 128k tokens cost"),
-        path="/cost",
+        slug="trained-encoder",
+        title=N_("A trained model: the encoder"),
+        path="/model",
         text=N_(
-            "At 131,072 tokens one head's dense score matrix has 17,179,869,184 entries: 32 GiB "
-            "at 2 bytes each, for one head of one layer. That is why long-context kernels never "
-            "store it. What has to be stored is the KV cache: for Qwen2.5-7B, with 4 key/value "
-            "heads for 28 query heads, 7 GiB per sequence."
+            "all-MiniLM-L6-v2 has 6 layers of 12 heads, trained on English text; its weights "
+            "were learned, not chosen to make a point. Each small map is one head's weights for "
+            "the same sentence. Look for heads that attend to the previous token, to the token "
+            "itself, or to [CLS] and [SEP], then open one: its stages are the ones from the "
+            "first lesson."
         ),
-        params={"preset": "qwen2.5-7b", "seq_len": "131072"},
+        params={"text": "The cat sat on the mat because it was tired."},
+    ),
+    Lesson(
+        slug="trained-decoder",
+        title=N_("A trained model that writes: the decoder"),
+        path="/decoder",
+        text=N_(
+            "SmolLM2-135M-Instruct writes text one token at a time. Every one of its 30 layers "
+            "has 9 query heads sharing 3 key/value heads, rotates queries and keys with RoPE and "
+            "hides later tokens with the causal mask; a cache keeps the keys and values of the "
+            "tokens already written. Everything from the earlier lessons, in a model that was "
+            "trained."
+        ),
     ),
 )
+
+
+def next_lesson(lesson: Lesson) -> Lesson | None:
+    """The lesson after a built-in one on the path (None after the last, or for a teacher's)."""
+    if not lesson.builtin:
+        return None
+    index = LESSONS.index(lesson)
+    return LESSONS[index + 1] if index + 1 < len(LESSONS) else None
+
+
+def number_of(lesson: Lesson) -> int:
+    """A built-in lesson's place on the path, from 1."""
+    return LESSONS.index(lesson) + 1
+
 
 _BY_SLUG = {lesson.slug: lesson for lesson in LESSONS}
 

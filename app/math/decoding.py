@@ -142,8 +142,9 @@ class KVCache:
 
 
 @dataclass(frozen=True)
-class DecodeStep:
-    """One generated token t: its single query row against the rows the cache holds."""
+class DecodedToken:
+    """The arithmetic of one generated token t: its single query row against the rows the
+    cache holds (the API's answer is app/features/kernel/results.DecodeStep, built from this)."""
 
     position: int  # t
     q: np.ndarray  # (d_k,) x_t · W_Q
@@ -174,7 +175,7 @@ class Decoding:
     policy: CachePolicy
     prefill: att.HeadStages  # the first p tokens at once: (p, p) scores, (p, d_v) output
     prefill_positions: np.ndarray  # what the cache holds after the prefill
-    steps: list[DecodeStep]
+    steps: list[DecodedToken]
 
     @property
     def output(self) -> np.ndarray:
@@ -221,5 +222,5 @@ def decode(
         evicted = cache.keep(policy.kept(t))
         held = cache.positions  # (c,)
         stages = att.attend(q_t, cache.k, cache.v, allowed[t : t + 1, held], scale)  # (1, c)
-        steps.append(DecodeStep(t, q_t[0], k_t[0], v_t[0], held, evicted, cache.elements, stages))
+        steps.append(DecodedToken(t, q_t[0], k_t[0], v_t[0], held, evicted, cache.elements, stages))
     return Decoding(policy, prefill, prefill_positions, steps)

@@ -51,8 +51,8 @@ import numpy as np
 
 from app.math.kernel import TileMask, blocks
 
-Order = Literal["fa1", "fa2"]
-ORDERS: tuple[Order, ...] = ("fa1", "fa2")
+LoopOrder = Literal["fa1", "fa2"]
+ORDERS: tuple[LoopOrder, ...] = ("fa1", "fa2")
 
 
 def sram_blocks(sram_elements: int, d: int) -> tuple[int, int]:
@@ -75,11 +75,12 @@ def _transfer(name: str, r0: int, r1: int, width: int) -> Transfer:
 
 
 @dataclass(frozen=True)
-class TileStep:
-    """One (query block, key block) step: what the kernel holds, how its state moves, and
-    what it read from and wrote to slow memory."""
+class TileComputation:
+    """The arithmetic of one (query block, key block) step: what the kernel holds, how its
+    state moves, and what it read from and wrote to slow memory (the API's answer for a step
+    is app/features/kernel/results.TileStep, built from this)."""
 
-    order: Order
+    order: LoopOrder
     index: int
     query_block: tuple[int, int]  # rows [start, stop)
     key_block: tuple[int, int]  # columns [start, stop)
@@ -157,9 +158,9 @@ def flash_steps(
     mask: TileMask,
     block_q: int,
     block_k: int,
-    order: Order = "fa2",
+    order: LoopOrder = "fa2",
     scale: bool = True,
-) -> Iterator[TileStep]:
+) -> Iterator[TileComputation]:
     """Every step of tiled exact attention, in the loop order asked for."""
     sf = float(np.sqrt(q.shape[-1])) if scale else 1.0
     run = _fa1_steps if order == "fa1" else _fa2_steps
@@ -174,7 +175,7 @@ def _fa2_steps(
     block_q: int,
     block_k: int,
     sf: float,
-) -> Iterator[TileStep]:
+) -> Iterator[TileComputation]:
     n, d_k, d_v = q.shape[0], q.shape[1], v.shape[1]
     key_blocks = blocks(n, block_k)
     index = 0
@@ -208,7 +209,7 @@ def _fa2_steps(
             out = normalise(o_new, l_new) if last else None  # the one rescale, at the end
             lse = logsumexp_of(m_new, l_new) if last else None
             writes = (_transfer("O", r0, r1, d_v), _transfer("L", r0, r1, 1)) if last else ()
-            yield TileStep(
+            yield TileComputation(
                 order="fa2",
                 index=index,
                 query_block=(r0, r1),
@@ -243,7 +244,7 @@ def _fa1_steps(
     block_q: int,
     block_k: int,
     sf: float,
-) -> Iterator[TileStep]:
+) -> Iterator[TileComputation]:
     n, d_k, d_v = q.shape[0], q.shape[1], v.shape[1]
     # slow memory: O, l, m of every row, as Algorithm 1 initialises them
     o_hbm, l_hbm, m_hbm = np.zeros((n, d_v)), np.zeros(n), np.full(n, -np.inf)
@@ -259,7 +260,7 @@ def _fa1_steps(
             ones = np.ones_like(m)
             if skipped:
                 s, p = np.full(allowed.shape, -np.inf), np.zeros(allowed.shape)
-                yield TileStep(
+                yield TileComputation(
                     order="fa1",
                     index=index,
                     query_block=(r0, r1),
@@ -298,7 +299,7 @@ def _fa1_steps(
             o_new = normalise(kept, l_new)
             o_hbm[r0:r1], l_hbm[r0:r1], m_hbm[r0:r1] = o_new, l_new, m_new
             writes = tuple(_transfer(nm, r0, r1, w) for nm, w in (("O", d_v), ("l", 1), ("m", 1)))
-            yield TileStep(
+            yield TileComputation(
                 order="fa1",
                 index=index,
                 query_block=(r0, r1),
@@ -324,7 +325,7 @@ def _fa1_steps(
             index += 1
 
 
-def setup_writes(order: Order, n: int, d_v: int) -> tuple[Transfer, ...]:
+def setup_writes(order: LoopOrder, n: int, d_v: int) -> tuple[Transfer, ...]:
     """fa1 starts by writing O = 0, l = 0 and m = −∞ to slow memory; fa2 starts on chip."""
     if order == "fa2":
         return ()
@@ -354,7 +355,7 @@ def standard_traffic(n: int, d_k: int, d_v: int) -> Traffic:
     return Traffic(reads=2 * n * d_k + n * d_v + 2 * n * n, writes=2 * n * n + n * d_v)
 
 
-def traffic_of(steps: Iterable[TileStep], order: Order, n: int, d_v: int) -> Traffic:
+def traffic_of(steps: Iterable[TileComputation], order: LoopOrder, n: int, d_v: int) -> Traffic:
     """What these steps read and wrote, with the setup of their order."""
     reads = tiles = skipped = 0
     writes = sum(t.elements for t in setup_writes(order, n, d_v))
@@ -370,10 +371,10 @@ def traffic_of(steps: Iterable[TileStep], order: Order, n: int, d_v: int) -> Tra
 class FlashRun:
     """A whole run of one order: every step, the output, the row statistics and the traffic."""
 
-    order: Order
+    order: LoopOrder
     block_q: int
     block_k: int
-    steps: list[TileStep]
+    steps: list[TileComputation]
     output: np.ndarray  # (n, d_v)
     m: np.ndarray  # (n,) final running maximum
     l: np.ndarray  # (n,) final running sum
@@ -389,7 +390,7 @@ def flash_attention(
     mask: TileMask,
     block_q: int,
     block_k: int,
-    order: Order = "fa2",
+    order: LoopOrder = "fa2",
     scale: bool = True,
     keep_steps: bool = True,
 ) -> FlashRun:
@@ -397,7 +398,7 @@ def flash_attention(
     long sequences: one tile alive at a time)."""
     n, d_v = q.shape[0], v.shape[1]
     out, m, l = np.zeros((n, d_v)), np.full(n, -np.inf), np.zeros(n)
-    kept: list[TileStep] = []
+    kept: list[TileComputation] = []
     reads = tiles = skipped = 0
     setup = setup_writes(order, n, d_v)
     writes = sum(t.elements for t in setup)
@@ -418,7 +419,7 @@ def flash_attention(
 
 
 def counted_traffic(
-    n: int, block_q: int, block_k: int, d_k: int, d_v: int, order: Order, causal: bool = False
+    n: int, block_q: int, block_k: int, d_k: int, d_v: int, order: LoopOrder, causal: bool = False
 ) -> Traffic:
     """The traffic of a run without running it, full or causal, block by block in numpy (fast
     enough for a chart over n). Causal: tile [r0, r1) × [c0, c1) is visible when its last query

@@ -19,7 +19,7 @@ import numpy as np
 from app.math.cost import score_entries
 
 if TYPE_CHECKING:
-    from app.math.flash import TileStep
+    from app.math.flash import TileComputation
 
 # A mask given tile by tile: (query positions (b_q,), key positions (b_k,)) → (b_q, b_k) bool.
 TileMask = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -48,7 +48,7 @@ def blocks(n: int, size: int) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------- tiled walks (app/math/flash.py)
 
 
-def touched_maps(steps: Iterable["TileStep"], n: int) -> list[np.ndarray]:
+def touched_maps(steps: Iterable["TileComputation"], n: int) -> list[np.ndarray]:
     """After each step, which score entries have been computed so far: (n, n) bool each."""
     touched = np.zeros((n, n), dtype=bool)
     maps = []

@@ -31,7 +31,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.i18n import LOCALES, current_locale
-from app.core.lessons import Lesson, custom_lesson, lesson_by_slug
+from app.core.lessons import LESSONS, Lesson, custom_lesson, lesson_by_slug, next_lesson, number_of
 from app.core.limits import MAX_ECHO_CHARS, MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
 
 VIEW_PARAMS = ("lang", "present", "embed")
@@ -105,6 +105,18 @@ class Classroom:
         return lesson_by_slug(_get(self.classroom, "lesson")) or custom_lesson(
             _get(self.classroom, "lesson_title"), _get(self.classroom, "lesson_text")
         )
+
+    @property
+    def next_lesson(self) -> Lesson | None:
+        """The lesson after this one on the path, which its banner links to."""
+        return next_lesson(self.lesson) if self.lesson else None
+
+    @property
+    def lesson_number(self) -> int | None:
+        """A built-in lesson's place on the path (a teacher's own has none)."""
+        return number_of(self.lesson) if self.lesson and self.lesson.builtin else None
+
+    lesson_count = len(LESSONS)
 
     @property
     def unknown_lesson(self) -> str | None:

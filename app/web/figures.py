@@ -1,5 +1,6 @@
-"""Figure dicts in plotly's figure schema. Plain dicts: microseconds to build, validated by
-plotly's own `go.Figure(fig)` in the tests. No web imports, no attention arithmetic."""
+"""Heatmaps as plotly figure dicts, for the pages that still draw some in the browser (/heads
+and /model, until their heatmaps are drawn by the server, app/figures/heatmap): then this
+module and app/web/multiples.py go. Line charts are app/figures/charts.py's."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -7,8 +8,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from app.core.i18n import N_, format_number, format_rows, gettext
-from app.math.cost import BINARY_UNITS
+from app.core.i18n import N_, format_rows, gettext
+from app.figures.charts import plotly_text
 
 # Colour-blind-safe scales: viridis for weights, always on [0, 1] so that a colour means the
 # same weight in every figure; blue–red for signed values, symmetric about 0 so that white is 0.
@@ -51,12 +52,6 @@ GAPS_UP_TO = 32  # one-pixel gaps between cells; past this they cost drawing tim
 Scale = Literal["sequential", "diverging"]
 
 
-def plotly_text(text: str) -> str:
-    """Text shown as typed: plotly reads a few HTML tags in labels and decodes entities, so
-    token text like "<b>" or "<img …>" is written as entities."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def plotly_rows(rows: list[list[str]]) -> list[list[str]]:
     """plotly_text of every text of a matrix (a heatmap's hover texts, n² of them): a row
     that holds none of the three characters is kept as it is, without a call per text."""
@@ -67,12 +62,6 @@ def plotly_rows(rows: list[list[str]]) -> list[list[str]]:
 
 def _has_markup(text: str) -> bool:
     return "&" in text or "<" in text or ">" in text
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """A number as the tables print it: three decimals by default, in the reader's
-    convention (app.core.i18n.format_number); −∞ for hidden scores, − for negatives."""
-    return format_number(None if value is None else float(value), digits)
 
 
 def cell_text(
@@ -233,150 +222,6 @@ def _unique(labels: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(plotly_text(label if seen[label] == 1 else f"{label} ({seen[label]})"))
     return out
-
-
-# ---------------------------------------------------------------- growth against length
-
-LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")  # Okabe–Ito
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line: a name, its y values over the chart's x, hover text per point."""
-
-    name: str
-    y: Sequence[float]
-    hover: Sequence[str] | None = None
-    dash: str = "solid"
-
-
-@dataclass(frozen=True)
-class Marker:
-    """One labelled point (the chosen length, the GPU's capacity)."""
-
-    name: str
-    x: float
-    y: float
-    text: str
-    symbol: str = "circle"
-
-
-def log_log_lines(
-    x: Sequence[float],
-    series: Sequence[Series],
-    title: str,
-    y_title: str,
-    markers: Sequence[Marker] = (),
-    x_title: str | None = None,
-    y_ticks: dict[str, list[Any]] | None = None,
-    mode: str = "lines",
-) -> dict[str, Any]:
-    """Curves against sequence length on log–log axes: a power law is a straight line,
-    n² rising twice as steeply as n."""
-    traces: list[dict[str, Any]] = []
-    for i, s in enumerate(series):
-        trace: dict[str, Any] = {
-            "type": "scatter",
-            "mode": mode,
-            "name": s.name,
-            "x": [float(v) for v in x],
-            "y": [float(v) if v > 0 else None for v in s.y],
-            "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": s.dash},
-        }
-        if s.hover is not None:
-            trace["customdata"] = list(s.hover)
-            trace["hovertemplate"] = "n = %{x:,}<br>%{customdata}<extra>" + s.name + "</extra>"
-        traces.append(trace)
-    for m in markers:
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "name": m.name,
-                "x": [float(m.x)],
-                "y": [float(m.y)],
-                "text": [m.text],
-                "textposition": "top left",
-                "marker": {
-                    "size": 11,
-                    "symbol": m.symbol,
-                    "color": "#000000",
-                    "line": {"width": 2, "color": "#ffffff"},
-                },
-                "hovertemplate": f"{m.name}<br>%{{text}}<extra></extra>",
-            }
-        )
-    y_axis: dict[str, Any] = {"title": {"text": y_title}, "type": "log"}
-    if y_ticks:
-        y_axis.update(tickmode="array", **y_ticks)
-    return {
-        "data": traces,
-        "layout": {
-            "title": {"text": title},
-            "xaxis": {
-                "title": {"text": x_title or gettext("sequence length n (tokens)")},
-                "type": "log",
-            },
-            "yaxis": y_axis,
-            "legend": {"orientation": "h", "y": -0.25},
-            "margin": {"l": 80, "r": 20, "t": 60, "b": 60},
-            "height": 460,
-        },
-    }
-
-
-def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:
-    """Ticks at 1 KiB, 1 MiB, 1 GiB … (every 2¹⁰) between lo and hi, labelled with the unit."""
-    vals: list[float] = []
-    text: list[str] = []
-    for power, unit in enumerate(BINARY_UNITS):
-        value = 1024.0**power
-        if lo / 1024 <= value <= hi * 1024:
-            vals.append(value)
-            text.append(f"1 {unit.rstrip('s')}" if power == 0 else f"1 {unit}")
-    return {"tickvals": vals, "ticktext": text}
-
-
-# The states of a score entry in the tiled walk-through, each with its own colour (light
-# grey, blue, orange, dark grey: distinguishable with every common colour-vision deficiency).
-PROGRESS_LABELS = (
-    N_("not computed yet"),
-    N_("computed earlier, discarded"),
-    N_("this tile: held now"),
-    N_("this tile: skipped, the mask hides all of it"),
-)
-PROGRESS_COLOURS = ("#ececf1", "#6baed6", "#e6550d", "#7a7a85")
-
-
-def progress_map(
-    state: np.ndarray, text: list[list[str]] | None, labels: Sequence[str], title: str
-) -> dict[str, Any]:
-    """The n × n score matrix as the tiled kernel sees it: which entries are computed, which
-    are held right now; `state` holds 0 … 3 (PROGRESS_LABELS), `text` the scores so far
-    (None for a large n: the colours alone, and the page stays light)."""
-    hover = None
-    if text is not None:
-        hover = [
-            [
-                f"{gettext(PROGRESS_LABELS[int(c)])}: {t}".removesuffix(": ")
-                for c, t in zip(r, tr, strict=True)
-            ]
-            for r, tr in zip(state, text, strict=True)
-        ]
-    fig = heatmap(state, labels, labels, title, hover=hover)
-    last = len(PROGRESS_COLOURS) - 1
-    scale = []
-    for i, colour in enumerate(PROGRESS_COLOURS):
-        scale += [[max(i - 0.5, 0) / last, colour], [min(i + 0.5, last) / last, colour]]
-    fig["data"][0].update(
-        colorscale=scale,
-        zmin=0,
-        zmax=last,
-        showscale=False,  # three colours, named in the caption and the hover text
-    )
-    if text is not None and labels_cells(state.shape):
-        fig["data"][0]["text"] = text
-    return fig
 
 
 @dataclass(frozen=True)

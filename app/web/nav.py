@@ -12,6 +12,7 @@ NAV: list[tuple[str, str]] = [
     ("/cost", N_("Cost calculator")),
     ("/kernel", N_("Inside the kernel")),
     ("/model", N_("A trained model")),
+    ("/decoder", N_("A model that writes")),
     ("/lessons", N_("Lessons")),
     ("/docs", N_("API")),
 ]

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 from starlette.datastructures import QueryParams
 
@@ -62,6 +62,18 @@ def decimal(value: Any) -> Any:
 
 Whole = Annotated[int, BeforeValidator(whole)]
 Decimal = Annotated[float, BeforeValidator(decimal)]
+
+
+class BlankIsAbsent(BaseModel):
+    """A model whose blank fields (`window=` from a form field left empty) are fields not
+    given, so they take their defaults rather than failing as the text ""."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def blank_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v != ""}
+        return data
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,12 @@ class PageForm(BaseModel):
             return cls.model_validate(kept), problems, notes
         except ValidationError:  # a rule between fields: every field at its default
             return cls(), problems, notes
+
+    def without(self, *names: str) -> Self:
+        """The same form with these fields at their defaults: what a page computes instead of
+        input its service could not use."""
+        fields = type(self).model_fields
+        return self.model_copy(update={name: fields[name].default for name in names})
 
 
 def max_length(field: Any) -> int | None:

@@ -23,7 +23,6 @@ from app.core import i18n, limits
 from app.figures.heatmap import Heatmap, HeatmapGroup
 from app.figures.heatmap import render as render_figure
 from app.web.classroom import VIEW_PARAMS, classroom_context, hidden, presenting, url
-from app.web.figures import fmt
 from app.web.nav import NAV
 from app.web.responses import dumps
 
@@ -51,6 +50,12 @@ def cells(matrix: Any, digits: int = 3) -> list[Markup]:
             )
         )
     return out
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number as the tables print it: three decimals by default, in the reader's
+    convention (app.core.i18n.format_number); −∞ for hidden scores, − for negatives."""
+    return i18n.format_number(None if value is None else float(value), digits)
 
 
 def fmt_int(value: Any) -> str:

@@ -1,7 +1,9 @@
 // Classroom mode on every page. The server renders each mode (the URL carries it); this file
-// follows links on keys, flips the "controls shown" class in presenter mode, and keeps the
-// view (language, presenter mode, embed, lesson: <body data-carry>) in the URLs that page
-// scripts write to the address bar or fetch, as the server keeps it in links and forms.
+// follows links on keys, flips the "controls shown" class in presenter mode, opens the list
+// of keys, and keeps the view (language, presenter mode, embed, lesson: <body data-carry>) in
+// the URLs that page scripts write to the address bar or fetch, as the server keeps it in
+// links and forms. The keys (listed on screen by templates/classroom/_shortcuts.html):
+//   ?        the list of keys (Escape closes it and gives the focus back)
 //   p        presenter mode on or off (follows the header's button)
 //   c        in presenter mode: show or tuck away the editing controls
 //   ← and →  previous / next step where the page has rel="prev" / rel="next" links
@@ -63,16 +65,37 @@
     if (link) link.click();
   }
 
+  // The toggle's words say what the next press does ("Hide controls" once they are open).
   function toggleControls() {
     const button = document.querySelector("[data-controls-toggle]");
     if (!button) return;
     const open = document.body.classList.toggle("controls-open");
     button.setAttribute("aria-expanded", String(open));
+    button.textContent = open ? button.dataset.labelOpen : button.dataset.labelClosed;
+  }
+
+  // The list of keys: a modal dialog, so Escape closes it (the browser's own cancel) and the
+  // page behind it takes no keys; the focus goes back to where it was before it opened.
+  let returnFocus = null;
+
+  function openHelp() {
+    const help = document.getElementById("shortcuts");
+    if (!help || help.open) return;
+    returnFocus = document.activeElement;
+    help.showModal();
+  }
+
+  function helpIsOpen() {
+    const help = document.getElementById("shortcuts");
+    return Boolean(help && help.open);
   }
 
   document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.ctrlKey || event.metaKey || typing(event)) return;
-    if (event.key === "p" || event.key === "P") follow("[data-present-toggle]");
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event) || helpIsOpen()) return;
+    if (event.key === "?") {
+      event.preventDefault();
+      openHelp();
+    } else if (event.key === "p" || event.key === "P") follow("[data-present-toggle]");
     else if (event.key === "c" || event.key === "C") toggleControls();
     else if (event.target.closest(".table-scroll")) return;  // arrows scroll a wide table
     else if (event.key === "ArrowLeft") follow("a[rel~='prev']");
@@ -84,6 +107,20 @@
     // live updates swap in server-rendered parts: complete their addresses too
     new MutationObserver(function () { fillOrigin(document); })
       .observe(document.body, { childList: true, subtree: true });
+    const help = document.getElementById("shortcuts");
+    if (help) {
+      help.addEventListener("close", function () {
+        if (returnFocus && returnFocus.isConnected && returnFocus.focus) returnFocus.focus();
+        returnFocus = null;
+      });
+      help.querySelector("[data-help-close]").addEventListener("click", function () {
+        help.close();
+      });
+      document.querySelectorAll("[data-help-open]").forEach(function (opener) {
+        opener.hidden = false;
+        opener.addEventListener("click", openHelp);
+      });
+    }
     const button = document.querySelector("[data-controls-toggle]");
     // Only where presenter mode tucked something away (the same selector as app.css).
     if (button && document.querySelector("main form:not([data-keep]), main .controls")) {

@@ -1,9 +1,9 @@
 // The /kernel page, live (static/js/live.js): an edit of the form asks the server for the
-// page of the new state and swaps in the results; the step links work without JavaScript
-// (each is the URL of the next state), and here they fetch that URL through the same helper
-// and swap in only the walk-through that moved (and the other one's step links, which carry
-// the new state). ← and → step the walk-through in use, and Play steps on its own. No
-// arithmetic here.
+// page's live fragment of the new state (`?fragment=1`) and swaps in the form and the results;
+// the step links work without JavaScript (each is the URL of the next state), and here they
+// fetch that state's fragment through the same helper and swap in only the walk-through that
+// moved (and the other one's step links, which carry the new state). ← and → step the
+// walk-through in use, and Play steps on its own. No arithmetic here.
 "use strict";
 
 (function () {
@@ -14,22 +14,27 @@
   let timer = null;
   let playing = null;
 
+  function fragment(url) {
+    const address = new URL(url, window.location.href);
+    address.searchParams.set("fragment", "1");
+    return address.pathname + address.search;
+  }
+
   const kernel = window.AttentionLab.live({
     form: "kernel-form",
-    url: function (params) { return "/kernel?" + params.toString(); },
+    url: function (params) { return fragment("/kernel?" + params.toString()); },
     regions: function (doc, job) {
       if (doc.liveStatus === 422) { // the sentences say what to fix; the results are older
         document.getElementById("kernel-results").classList.add("stale");
-        return ["lab-messages"];
+        return ["page-messages"];
       }
       if (job.walk === null) return WALKS.map(function (w) { return w + "-body"; });
       if (job.walk) {
         const other = WALKS.filter(function (w) { return w !== job.walk; })[0];
         return [job.walk + "-body", other + "-stepper"];
       }
-      return ["kernel-form", "kernel-results"];
+      return ["kernel-form", "page-messages", "kernel-results"];
     },
-    address: function (doc, url) { return doc.liveStatus === 422 ? null : url; },
   });
 
   function link(walk, dir) {
@@ -38,7 +43,7 @@
 
   // A step of one walk-through (`walk`), or both (null: back in the history).
   function show(url, walk, push) {
-    return kernel.update({ url: url, walk: walk, push: push, now: true });
+    return kernel.update({ url: fragment(url), walk: walk, push: push, now: true });
   }
 
   function step(walk, dir) {

@@ -1,47 +1,51 @@
 // The walk-through, live (static/js/live.js): a step link (the list of steps, ← and →, and
-// the arrow keys, which classroom.js turns into a click on those links) fetches the server's
-// rendering of that step and swaps it in where the reader is, so the figure stays in view;
-// "Predict first" and a guess (when it is sent) do the same. Every link and form still works
-// without JavaScript. No arithmetic here.
+// the arrow keys, which classroom.js turns into a click on those links), "Predict first" and
+// a sent guess each ask the server for the page's fragment in that state (?fragment=1) and
+// swap it in where the reader is; the address bar takes the state the server sent. Typing a
+// guess reveals nothing: the guess form's one action, its button or Enter, sends it. Every
+// link and form works without JavaScript too. No arithmetic here.
 "use strict";
 
 (function () {
   if (!document.getElementById("walk-live") || !window.AttentionLab || !window.AttentionLab.live) return;
 
-  // After a step, the step's figures are on screen: scrolled to only if they are not.
-  function keepFigureInView(doc, job) {
-    if (doc.title) document.title = doc.title;
-    if (!job.url) return;
-    const figures = document.querySelector(".step-figures");
-    if (!figures) return;
-    const box = figures.getBoundingClientRect();
-    if (box.top < 0 || box.top > window.innerHeight * 0.6) figures.scrollIntoView({ block: "start" });
+  function fragment(href) {
+    const url = new URL(href, window.location.href);
+    url.hash = "";
+    url.searchParams.set("fragment", "1");
+    return url.pathname + url.search;
   }
 
-  const options = window.AttentionLab.live({
+  // The step's heading, words and picture fit the screen together: after a step, the heading
+  // is scrolled to only if it went above the screen (a reader who scrolled down).
+  function shown() {
+    const live = document.getElementById("walk-live");
+    if (live && live.dataset.title) document.title = live.dataset.title;
+    const step = document.getElementById("walk-step");
+    if (step && step.getBoundingClientRect().top < 0) step.scrollIntoView({ block: "start" });
+  }
+
+  const walk = window.AttentionLab.live({
     form: "walk-options",
-    url: function (params) { return "/walkthrough?" + params.toString(); },
     regions: ["walk-live"],
-    done: keepFigureInView,
+    done: shown,
   });
 
-  // A guess is revealed when it is sent, never while it is typed.
   document.addEventListener("submit", function (event) {
     if (event.target.id !== "guess-form") return;
     event.preventDefault();
-    const params = new URLSearchParams(new FormData(event.target, event.submitter || undefined));
-    options.update({ url: "/walkthrough?" + params.toString(), now: true });
+    const params = new URLSearchParams(new FormData(event.target));
+    walk.update({ url: fragment("/walkthrough?" + params.toString()), push: true, now: true });
   });
 
   document.addEventListener("click", function (event) {
     const a = event.target.closest("#walk-live a[href^='/walkthrough']");
     if (!a || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();
-    const url = new URL(a.href);
-    options.update({ url: url.pathname + url.search, push: true, now: true });
+    walk.update({ url: fragment(a.href), push: true, now: true });
   });
 
   window.addEventListener("popstate", function () {
-    options.update({ url: location.pathname + location.search, now: true });
+    walk.update({ url: fragment(window.location.href), now: true });
   });
 })();

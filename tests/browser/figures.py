@@ -44,13 +44,14 @@ def cells_box(page: Page, figure: str) -> dict[str, float]:
 # Per server heatmap: its token labels, the smallest text on it as rendered (font size times
 # the picture's scale), labels over each other on one axis, the title over labels, axis titles
 # over labels, and its colour bar (first stop, the tick labels at both ends; a panel's is its
-# group's).
+# group's) or, for states, its legend's swatches.
 HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
   const svg = f.querySelector('svg');
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
   const shown = (sel) => [...f.querySelectorAll(sel)]
     .filter((e) => e.getBoundingClientRect().width > 0);
-  const size = (e) => parseFloat(getComputedStyle(e).fontSize) * scale;
+  // to 0.01 px: a box's width is laid out in 1/64 px, so a 145.3 px picture measures 145.297
+  const size = (e) => Math.round(parseFloat(getComputedStyle(e).fontSize) * scale * 100) / 100;
   const rows = shown('.hm-rows text'), cols = shown('.hm-cols text');
   const over = (a, b, px = 1) => a.left + px < b.right && b.left + px < a.right
     && a.top + px < b.bottom && b.top + px < a.bottom;
@@ -72,6 +73,7 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
           smallest: Math.min(...shown('text').map(size)),
           numbers: shown('.hm-nums text').map(size),
           first_stop: stop ? stop.getAttribute('stop-color') : null,
+          swatches: f.querySelectorAll('.hm-swatch').length,
           low: ticks.length ? parseFloat(ticks[0]) : null,
           high: ticks.length ? parseFloat(ticks[ticks.length - 1]) : null};
 })"""

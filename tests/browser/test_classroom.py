@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import axe_violations, save_screenshot
+from tests.browser.conftest import HEADER_MAX_PX, axe_violations, save_screenshot
 from tests.browser.figures import cells_box, heatmaps
 
 PROJECTOR = {"width": 1280, "height": 720}
@@ -56,21 +56,82 @@ def test_presenter_mode_on_a_projector(page: Page, name: str, path: str) -> None
     assert axe_violations(page) == []
 
 
-def test_p_key_toggles_presenter_mode_and_c_shows_the_controls(page: Page) -> None:
+def focused(page: Page) -> str:
+    """What has the keyboard focus: its id, or its data-* marker, or its tag."""
+    return page.evaluate(
+        "() => { const e = document.activeElement; return e.id || "
+        "Object.keys(e.dataset).join(' ') || e.tagName; }"
+    )
+
+
+def test_keys_toggle_presenter_mode_and_controls_and_list_themselves(page: Page) -> None:
     page.set_viewport_size(PROJECTOR)
     page.goto("/lessons")
     press(page, "p")
     expect(page).to_have_url(re.compile(r"present=1"))
     expect(page.locator("body")).to_have_class("present")
     page.goto("/?present=1")
+    toggle = page.locator("[data-controls-toggle]")
+    expect(toggle).to_have_text("Show controls")  # what a press will do
     controls = page.locator("main form:not([data-keep])").first
     tucked = controls.bounding_box()["height"]
     page.locator("h1").click()  # focus away from any form
     page.keyboard.press("c")
     expect(page.locator("body")).to_have_class(re.compile(r"controls-open"))
+    expect(toggle).to_have_text("Hide controls")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
     assert controls.bounding_box()["height"] > tucked
+    # In a field the keys are letters: nothing opens, nothing toggles.
+    field = page.locator("#tokens")
+    field.click()
+    field.press("End")
+    with page.expect_response(lambda r: "fragment" in r.url or "tokens=" in r.url):
+        field.press_sequentially(" ?cp")
+    expect(field).to_have_value("The cat sleeps ?cp")
+    expect(page.locator("#shortcuts")).to_be_hidden()
+    expect(page.locator("body")).to_have_class(re.compile(r"present.*controls-open"))
+    # "?" from the page: the list of keys, c among them; Escape gives the focus back.
+    page.locator("[data-help-open]").focus()
+    page.keyboard.press("?")
+    help_box = page.locator("#shortcuts")
+    expect(help_box).to_be_visible()
+    expect(help_box).to_contain_text("Show or hide the editing controls")
+    expect(help_box).to_contain_text("Leave presenter mode")
+    assert page.evaluate("document.activeElement.closest('#shortcuts') !== null")
+    page.keyboard.press("p")  # the page behind the list takes no keys
+    save_screenshot(page, "shortcuts-1280x720")
+    page.keyboard.press("Escape")
+    expect(help_box).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"present=1"))
+    assert focused(page) == "helpOpen"
+    # The visible button opens it too; its Close button closes it, focus back on the button.
+    page.locator("[data-help-open]").click()
+    expect(help_box).to_be_visible()
+    help_box.get_by_role("button", name="Close").click()
+    expect(help_box).to_be_hidden()
+    assert focused(page) == "helpOpen"
+    page.locator("h1").click()
+    page.keyboard.press("c")
+    expect(toggle).to_have_text("Show controls")
     press(page, "p")
     expect(page).not_to_have_url(re.compile(r"present="))
+
+
+@pytest.mark.parametrize(("lang", "other"), [("en", "Español"), ("es", "English")])
+def test_a_phone_header_keeps_the_language_switch_in_view(page: Page, lang, other) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    for query in (f"?lang={lang}", f"?lang={lang}&present=1"):  # the longest labels
+        page.goto("/lessons" + query)
+        switch = page.locator(".lang-switch a", has_text=other)
+        expect(switch).to_be_visible()
+        box = switch.bounding_box()
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 390, f"{query}: the switch ends at {box}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert page.locator(".site-header").bounding_box()["height"] <= HEADER_MAX_PX
+        save_screenshot(page, f"header-390x844-{lang}{'-present' if 'present' in query else ''}")
+    switch.click()
+    expect(page.locator("html")).to_have_attribute("lang", "es" if lang == "en" else "en")
 
 
 def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
@@ -95,7 +156,9 @@ def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
     for _ in range(3):
         press(page, "ArrowRight")
     expect(heading).to_contain_text("Step 8 of 8")
-    expect(page.locator("#walk-query-output")).to_have_text("[0.835, −0.340]")
+    expect(page.locator("#walk-keys tfoot td[data-column=weighted]")).to_have_text(
+        "[0.835, −0.340]"
+    )
 
 
 def test_builtin_lesson_link_restores_its_state(page: Page) -> None:

@@ -7,8 +7,10 @@ from tests.browser.conftest import save_screenshot
 
 def test_docs_show_the_worked_example_without_another_host(page: Page) -> None:
     page.goto("/docs")
+    expect(page.locator(".lede")).to_contain_text("same numbers back as JSON")  # our words
     operation = page.locator("#operations-api-attention_api_attention_post")
     expect(operation).to_be_visible()
+    expect(page.locator(".swagger-ui .information-container")).to_be_hidden()  # its English
     operation.locator(".opblock-summary").click()
     example = operation.locator(".body-param__example, .highlight-code").first
     expect(example).to_contain_text('"sleeps"')

@@ -113,7 +113,14 @@ def test_play_steps_to_the_end_and_stops(page: Page) -> None:
 
 def test_axe_is_clean_on_a_padded_step(page: Page) -> None:
     page.goto("/kernel?tokens=a+b+c+d+e&pad=0&step=1&decode_step=2")
-    expect(page.locator(".plot .main-svg").first).to_be_visible()
+    expect(page.locator("figure.hm svg").first).to_be_visible()  # drawn by the server
+    assert page.evaluate("typeof window.Plotly") == "undefined"  # no chart near the screen yet
+    chart = page.locator("figure.chart").first
+    chart.scroll_into_view_if_needed()
+    # plotly.js (4.8 MB) is fetched and parsed now: slow on a loaded machine
+    expect(chart.locator(".plot .main-svg").first).to_be_visible(timeout=20_000)
+    expect(page.locator(".modebar")).to_have_count(0)  # no toolbar: only the two downloads
+    expect(chart.locator("[data-chart-download]")).to_have_count(2)
     assert axe_violations(page) == []
 
 

@@ -20,8 +20,8 @@ def fill_by_keys(page: Page, selector: str, text: str) -> None:
 def test_stepping_fa1_shows_what_each_step_reads_and_writes(page: Page) -> None:
     page.goto(START)
     page.select_option("#order", "fa1")
-    fill_by_keys(page, "input[name=block_q]", "2")
-    fill_by_keys(page, "input[name=block_k]", "3")
+    fill_by_keys(page, "#kernel-form input[name=block_q]", "2")
+    fill_by_keys(page, "#kernel-form input[name=block_k]", "3")
     page.locator("form.kernel-form button[type=submit]").click()
     expect(page.locator("#tile-order")).to_have_text("fa1")
     tiled = api(page, "kernel/tiled", {**STATE, "order": "fa1", "block_q": 2, "block_k": 3})
@@ -54,7 +54,7 @@ def test_fa2_ends_each_row_block_with_one_rescale_and_the_log_sum_exp(page: Page
 
 def test_a_sink_plus_window_cache_keeps_the_first_token(page: Page) -> None:
     page.goto(START)
-    fill_by_keys(page, "input[name=prompt]", "2")
+    fill_by_keys(page, "#kernel-form input[name=prompt]", "2")
     page.select_option("#cache-policy", "sinks")
     fill_by_keys(page, "#cache-window", "2")
     fill_by_keys(page, "#cache-sinks", "1")

@@ -13,7 +13,7 @@ from tests.math.strategies import lab_states, random_qkv
 EXACT = 1e-12
 
 
-def tiled_steps(q, k, v, mask, block_q: int, block_k: int) -> list[fl.TileStep]:
+def tiled_steps(q, k, v, mask, block_q: int, block_k: int) -> list[fl.TileComputation]:
     """The query-blocks-outside order (FlashAttention-2), as the lab walks it."""
     return list(fl.flash_steps(q, k, v, mask, block_q, block_k, "fa2"))
 
@@ -22,7 +22,7 @@ def tiled_attention(q, k, v, mask, block_q: int, block_k: int, scale: bool = Tru
     return fl.flash_attention(q, k, v, mask, block_q, block_k, "fa2", scale).output
 
 
-def assemble(steps: list[fl.TileStep], n: int, d_v: int) -> np.ndarray:
+def assemble(steps: list[fl.TileComputation], n: int, d_v: int) -> np.ndarray:
     """The output rows these steps wrote; rows not written yet stay 0."""
     out = np.zeros((n, d_v))
     for step in steps:

@@ -5,11 +5,17 @@ from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urlsplit
 
+import numpy as np
 import pytest
 from fastapi import Request
+from starlette.datastructures import QueryParams
 
+from app.core.i18n import use_locale
 from app.core.lessons import LESSONS, custom_lesson, lesson_by_slug
 from app.core.limits import MAX_LESSON_TEXT_CHARS, MAX_LESSON_TITLE_CHARS
+from app.features.heads.form import HeadsForm
+from app.features.heads.service import compute_heads
+from app.settings import Settings
 from app.web.classroom import CLASSROOM_PARAMS, embed_src, with_params
 from tests.routes import PAGES
 
@@ -36,7 +42,15 @@ def test_presenter_mode_is_kept_in_every_navigation_link(client) -> None:
     html = client.get("/", params={"present": "1", "lang": "es"}).text
     for path in ("/", "/walkthrough", "/lessons"):
         assert f'href="{path}?lang=es&amp;present=1"' in html
-    assert 'href="/?lang=es" data-exact data-present-toggle' in html  # the toggle: off
+    toggle = dict(parse_qsl(urlsplit(href_before(html, "data-exact data-present-toggle")).query))
+    assert toggle["lang"] == "es"  # the toggle: off, the page's own state and language kept
+    assert "present" not in toggle
+    assert toggle["tokens"] == "The cat sleeps"
+
+
+def href_before(html: str, marker: str) -> str:
+    """The address of the link whose attributes go on with `marker`."""
+    return unescape(re.search(rf'href="([^"]*)" {re.escape(marker)}', html).group(1))
 
 
 def test_presenter_toggle_turns_it_on_keeping_the_rest(client) -> None:
@@ -48,7 +62,9 @@ def test_embed_hides_the_site_chrome(client) -> None:
     html = client.get("/", params={"embed": "1"}).text
     assert 'class="site-header"' not in html
     assert 'class="site-footer"' not in html
-    assert 'href="/" data-exact target="_blank"' in html  # out to the full page
+    out = urlsplit(href_before(html, 'data-exact target="_blank"'))  # out to the full page
+    assert out.path == "/"
+    assert "embed" not in dict(parse_qsl(out.query))
     assert "One attention head, every stage" in html
 
 
@@ -100,7 +116,9 @@ def test_copied_addresses_start_with_public_url_never_with_host(make_client) -> 
     embed = client.get("/embed", params={"src": "/heads"}, headers=HOSTILE).text
     assert "&lt;iframe src=&#34;https://lab.example.org/heads?embed=1&#34;" in embed
     lesson = client.get("/", params={"lesson_title": "T"}, headers=HOSTILE).text
-    assert 'value="https://lab.example.org/?lesson_title=T"' in lesson
+    share = unescape(re.search(r'<p class="lesson-share">.*?value="([^"]*)"', lesson, re.S)[1])
+    assert share.startswith("https://lab.example.org/?")  # with the lab's state, then the lesson
+    assert share.endswith("lesson_title=T")
     model = client.get("/model", headers=HOSTILE).text
     assert "curl -s -X POST https://lab.example.org/api/model -H" in model
     for html in (embed, lesson, model):
@@ -135,7 +153,9 @@ def test_embed_page_refuses_another_site(client) -> None:
 def test_links_carry_the_declared_state_only(client) -> None:
     page = client.get("/cost", params={"seq_len": "4096", "junk": "j" * 50_000, "present": "1"})
     assert "jjj" not in page.text
-    assert 'href="/cost?seq_len=4096" data-exact data-present-toggle' in page.text
+    canonical = "seq_len=4096&amp;batch=1&amp;dtype=fp16&amp;gpu_memory_gib=24&amp;layers=1"
+    canonical += "&amp;heads=1&amp;kv_heads=1&amp;head_dim=128"
+    assert f'href="/cost?{canonical}" data-exact' in page.text
 
 
 def test_lessons_page_links_every_builtin_lesson_with_its_state(client) -> None:
@@ -153,9 +173,108 @@ def test_every_builtin_lesson_opens_its_page_with_the_text(client, lesson) -> No
     assert lesson.title.split("“")[0].replace("'", "&#39;") in page.text
 
 
+PATH = [
+    # (slug, page): one head, √d_k, masks, softmax and values, many heads, positions, the
+    # quadratic cost, the kernel and the cache, the trained encoder, then the decoder
+    ("worked-example", "/"),
+    ("scaling", "/heads"),
+    ("encoder-decoder", "/"),
+    ("padding", "/"),
+    ("sliding-window", "/"),
+    ("softmax-values", "/walkthrough"),
+    ("heads-gqa", "/heads"),
+    ("positions", "/heads"),
+    ("long-context-cost", "/cost"),
+    ("tiled-kernel", "/kernel"),
+    ("kv-cache", "/kernel"),
+    ("trained-encoder", "/model"),
+    ("trained-decoder", "/decoder"),
+]
+
+
+def test_the_lessons_follow_the_path_in_order(client) -> None:
+    assert [(lesson.slug, lesson.path) for lesson in LESSONS] == PATH
+    listed = re.findall(r'<li id="lesson-([\w-]+)">', client.get("/lessons").text)
+    assert listed == [slug for slug, _ in PATH]
+
+
+NEXT_LINK = re.compile(r'<a class="lesson-next" href="([^"]+)">([^<]+)</a>')
+
+
+@pytest.mark.parametrize("number", range(len(LESSONS)), ids=[slug for slug, _ in PATH])
+def test_each_lesson_ends_with_a_link_to_the_next(client, number) -> None:
+    lesson = LESSONS[number]
+    html = client.get(lesson.path, params={**lesson.start, "lang": "es"}).text
+    banner = html[html.index('class="lesson-banner"') : html.index("</aside>")]
+    assert f"Lección {number + 1} de {len(LESSONS)}" in banner
+    found = NEXT_LINK.search(banner)
+    if number + 1 == len(LESSONS):
+        assert found is None  # the last lesson: back to all lessons
+        return
+    following = LESSONS[number + 1]
+    href, text = unescape(found.group(1)), unescape(found.group(2))
+    target = urlsplit(href)
+    assert target.path == following.path
+    assert dict(parse_qsl(target.query)) == {**following.start, "lang": "es"}  # the view kept
+    with use_locale("es"):
+        assert text == f"Siguiente lección: {following.heading} →"
+    assert banner.index("lesson-text") < banner.index("lesson-next")  # after the lesson's text
+
+
+def test_a_teachers_lesson_has_no_next_one(client) -> None:
+    html = client.get("/", params={"lesson_title": "Mine"}).text
+    assert "lesson-next" not in html
+    assert "Lesson 1 of" not in html
+
+
+def test_the_worked_example_lessons_say_the_apis_numbers(client) -> None:
+    """The one-head and softmax lessons quote the worked example: the numbers are the API's."""
+    answer = client.post("/api/attention", json={}).json()
+    cat = 1
+    scaled = ", ".join(f"{v:.3f}" for v in answer["scaled"][cat]).replace(".000", "")
+    weights = [f"{w:.3f}" for w in answer["weights"][cat]]
+    output = "[" + ", ".join(f"{v:.3f}".replace("-", "−") for v in answer["output"][cat]) + "]"
+    one_head, softmax = lesson_by_slug("worked-example").text, lesson_by_slug("softmax-values").text
+    assert scaled == "0.707, 0, 0.707"
+    assert "gives 0.707, 0 and 0.707" in one_head
+    assert f"into {weights[0]} and {weights[1]}" in one_head
+    assert output in one_head
+    assert output in softmax
+    assert f"{weights[0]} for “The”, {weights[1]} for itself and 0 for “sleeps”" in softmax
+    v_the, v_cat = (str(row).replace("1.0", "1").replace("-", "−") for row in answer["v"][:2])
+    assert f"{weights[0]} × {v_the} + {weights[1]} × {v_cat} = {output}" in softmax
+
+
+def test_the_scaling_lesson_shows_saturation_that_scaling_undoes() -> None:
+    """“Most rows put more than 0.9 of their weight on a single key”, and none once scaled."""
+    lesson = lesson_by_slug("scaling")
+    saturated = {}
+    for scale in ("off", "on"):
+        form, problems, _ = HeadsForm.read(QueryParams({**lesson.params, "scale": scale}))
+        assert problems == []
+        weights = np.array(
+            [head.weights for head in compute_heads(form.request(), Settings()).heads]
+        )
+        saturated[scale] = float((weights.max(axis=-1) > 0.9).mean())
+    assert lesson.params["scale"] == "off"
+    assert saturated["off"] > 0.5
+    assert saturated["on"] == 0
+
+
+def test_the_positions_lesson_shows_identical_rows_until_position_is_added(client) -> None:
+    lesson = lesson_by_slug("positions")
+    plain = client.get(lesson.path, params=lesson.start).text
+    assert 'data-equivariant="yes"' in plain
+    assert re.findall(r'<li data-gap="([^"]+)"', plain) == ["0.0"]  # the two “the”
+    for kind in ("sinusoidal", "rope"):
+        placed = client.get(lesson.path, params={**lesson.start, "positional": kind}).text
+        assert 'data-equivariant="no"' in placed
+        assert float(re.search(r'<li data-gap="([^"]+)"', placed).group(1)) > 0.01
+
+
 def test_builtin_lesson_text_is_translated(client) -> None:
     html = client.get("/", params={"lesson": "worked-example", "lang": "es"}).text
-    assert "El ejemplo resuelto" in html
+    assert "Una cabeza: el ejemplo resuelto" in html
 
 
 def test_teacher_lesson_travels_in_the_url_and_is_escaped(client) -> None:

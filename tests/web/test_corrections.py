@@ -18,10 +18,6 @@ from fastapi.testclient import TestClient
             "tokens: the text is empty, so the worked example's “The cat sleeps” is shown",
         ),
         ("/?lesson=nope", "lesson “nope” is not one of the lessons: showing the page without one."),
-        (
-            "/walkthrough?step=999",
-            "step “999” is not a step of this walk-through: showing “x”",
-        ),
         ("/walkthrough?query=99", "query 99 is past the last token (2): showing 2"),
     ],
 )

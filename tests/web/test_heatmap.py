@@ -20,6 +20,7 @@ from app.figures.heatmap import (
     Heatmap,
     HeatmapGroup,
     PanelSection,
+    categorical_scale,
     png_bytes,
     render,
     sequential_scale,
@@ -192,6 +193,31 @@ def test_hidden_weights_read_their_own_hidden_text_and_are_named_in_the_legend()
     legend = "".join(t.text or "" for t in svg.iter(f"{SVG}text"))
     assert "hidden (0)" in legend
     assert "Grey cells: hidden (0)." in markup
+
+
+def test_states_take_their_own_flat_colour_and_are_named_in_the_legend() -> None:
+    states = [("#ececf1", "not computed yet"), ("#0072b2", "computed"), ("#e69f00", "held now")]
+    scale = categorical_scale(states, "score")
+    values = np.array([[0, 1, 2], [2, 2, 1], [1, 0, 0]])
+    hidden = np.array([[False, False, False], [False, False, False], [True, False, False]])
+    figure = Heatmap(
+        id="tiles", title="progress", values=values, row_labels=TOKENS, col_labels=TOKENS,
+        scale=scale, hidden=hidden, hidden_text="hidden", cell_texts=[[""] * 3] * 3,
+    )  # fmt: skip
+    markup = str(render(figure))
+    svg = svg_of(markup)
+    fills = [rect.get("fill") for rect in cells(svg)]
+    expected = [states[v][0] for v in values.ravel()]
+    expected[6] = HIDDEN_COLOUR
+    assert fills == expected  # never a blend between two states
+    swatches = [r.get("fill") for r in svg.iter(f"{SVG}rect") if r.get("class") == "hm-swatch"]
+    assert swatches == [colour for colour, _ in states] + [HIDDEN_COLOUR]
+    legend = " ".join(t.text or "" for t in svg.iter(f"{SVG}tspan"))
+    assert all(name in legend for _, name in states)
+    assert "linearGradient" not in markup  # no colour bar for states
+    assert "colour: score (not computed yet; computed; held now)." in markup
+    with pytest.raises(ValueError, match="two states"):
+        categorical_scale(states[:1], "score")
 
 
 def test_a_figure_without_hidden_cells_says_nothing_of_them() -> None:

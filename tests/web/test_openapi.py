@@ -4,6 +4,7 @@ and every input field the schema describes has a size limit."""
 
 from typing import Any
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
@@ -24,17 +25,36 @@ CONFIG = SchemathesisConfig.from_dict(
         }
     }
 )
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG)
 
 
-@schema.parametrize()
-@settings(
+@pytest.fixture(scope="module")
+def api_schema() -> Any:
+    return schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG)
+
+
+# Loaded when the tests run, not when pytest collects them: schemathesis builds each
+# operation's boundary cases as it makes its test, about 14 s of CPU, which every pytest
+# process (each xdist worker too) paid at collection. Two tests, so that two workers share
+# the operations; each operation is still a subtest of its own in the report.
+schema = schemathesis.pytest.from_fixture("api_schema")
+MODELS = "^/api/(model|decoder)"  # the trained models' endpoints: the slowest answers
+SETTINGS = settings(
     max_examples=EXAMPLES_PER_OPERATION,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
+
+
+@schema.exclude(path_regex=MODELS).parametrize()
+@SETTINGS
 def test_every_endpoint_answers_within_its_schema(case: schemathesis.Case) -> None:
+    case.call_and_validate()
+
+
+@schema.include(path_regex=MODELS).parametrize()
+@SETTINGS
+def test_the_models_endpoints_answer_within_their_schema(case: schemathesis.Case) -> None:
     case.call_and_validate()
 
 

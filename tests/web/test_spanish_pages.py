@@ -4,19 +4,21 @@ titles, legends, hover text and annotations) searched for each message whose Spa
 differs from its English. Numbers on those pages are written the Spanish way, while the
 values meant for machines (form fields, links, JSON, CSV) keep theirs."""
 
+import functools
 import json
 import re
 from collections.abc import Iterator
 from html import unescape
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from babel.messages.pofile import read_po
 from fastapi.testclient import TestClient
 
 from app.core.i18n import catalog, format_number, format_size, format_vector, use_locale
-from app.features.model.store import MODEL_SHAPE
 from app.features.walkthrough.page import STEP_NAMES
 from app.web.templating import figure_data, fmt_si
 
@@ -39,9 +41,14 @@ PAGES = [
     "/kernel?prompt=1&tile_step=9&decode_step=1",
     "/kernel?cache=sinks&cache_window=2&sinks=1&decode_step=2&order=fa1",
     "/model",
-    "/model?text=a+b&compare=a+c&ablate=0.1",
+    "/model?text=a+b&compare=a+c&off=0.1&lines=2.3",
+    "/model?text=a+b&role=self&query=9",
+    "/model?text=&off=%C2%B2.0",
+    "/decoder?go=generate&method=sample&policy=sinks&off=17.4&layer=17&head=4",
     "/lessons",
+    "/lessons?present=1",
     "/embed?src=/heads",
+    "/docs",
 ]
 # Figure fields a reader sees: titles, legends, labels, hover text, annotations.
 SHOWN_KEYS = {"text", "name", "hovertemplate", "customdata", "ticktext", "hovertext"}
@@ -125,36 +132,31 @@ def english_fragments() -> list[str]:
 
 def english_on(strings: list[str], fragments: list[str]) -> list[str]:
     """Fragments found: one word must be a whole string (an axis title "key"); longer ones
-    may sit inside a sentence."""
+    may sit inside a sentence (searched for all at once: a page has some 100 kB of text)."""
     whole = set(strings)
-    text = "\n".join(strings)
-    found = []
-    for piece in fragments:
-        if " " not in piece:
-            if piece in whole:
-                found.append(piece)
-        elif re.search(rf"(?<!\w){re.escape(piece)}(?!\w)", text):
-            found.append(piece)
-    return found
+    found = [piece for piece in fragments if " " not in piece and piece in whole]
+    sentences = inside_sentences(tuple(piece for piece in fragments if " " in piece))
+    return found + sorted({m.group(0) for m in sentences.finditer("\n".join(strings))})
+
+
+@functools.cache
+def inside_sentences(pieces: tuple[str, ...]) -> re.Pattern[str]:
+    longest_first = sorted(pieces, key=len, reverse=True)
+    return re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, longest_first))})(?!\w)")
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_no_english_is_left_on_a_spanish_page(
     client: TestClient, english_fragments: list[str], path: str
 ) -> None:
-    page = client.get(path, params={"lang": "es"})
+    page = client.get(path + ("&" if "?" in path else "?") + "lang=es")
     assert page.status_code in (200, 422), path
     assert '<html lang="es">' in page.text
     strings = visible_strings(page.text)
     assert english_on(strings, english_fragments) == []
-    if path.startswith("/model"):  # its heads are named layer.head: 0.1 is head 1 of layer 0
-        strings = [s for s in strings if s not in HEAD_NAMES]
     assert [s for s in strings if english_decimal(s)] == []
 
 
-HEAD_NAMES = {
-    f"{layer}.{head}" for layer in range(MODEL_SHAPE[0]) for head in range(MODEL_SHAPE[1])
-}
 VERSION = re.compile(r"\d+(\.\d+){2,}")  # 1.0.0: a package's version, not a number
 # 0.5, 2.1 or 8.59: a decimal point (Spanish groups thousands in threes: 4.096)
 ENGLISH_DECIMAL = re.compile(r"(?<![\w.-])(0\.\d+|\d+\.\d{1,2})(?![\d.])")
@@ -269,3 +271,285 @@ def test_numpy_numbers_are_written_like_python_ones() -> None:
     with use_locale("es"):
         assert format_number(np.int64(2**60)) == "1.152.921.504.606.846.976"
         assert format_number(np.float32(0.5), 2) == "0,50"
+
+
+# ---------------------------------------------------------------- error states in Spanish
+
+LONG_TEXT = "palabra " * 2000  # longer than any page's text field: cut, and said so
+LAB_ERRORS = [
+    {"tokens": ""},
+    {"tokens": "  "},
+    {"d_model": "0"},
+    {"d_k": "0"},
+    {"d_v": "²"},
+    {"d_model": "4x"},
+    {"positional": "foo"},
+    {"allowed": "12"},
+    {"tokens": "a b", "x": "1,0;1"},  # ragged
+    {"positional": "rope", "d_k": "3"},  # RoPE turns pairs: an odd d_k
+    {"tokens": LONG_TEXT},
+    {"query": "abc"},
+    {"query": "99"},
+    {"mask": "foo"},
+    {"mask": "window", "window": "0"},
+    {"pad": "x"},
+    {"w_q": "abc"},
+    {"seed": "-1"},
+    {"scale": "maybe"},
+]
+BAD_STATES: list[tuple[str, dict[str, str]]] = [
+    *(("/", query) for query in LAB_ERRORS),
+    *(
+        ("/walkthrough", query)
+        for query in [
+            {"step": "foo"},
+            {"step": "weights", "predict": "1", "guess": "abc"},
+            {"step": "weights", "predict": "1", "guess": "7"},
+            {"key": "99"},
+            {"tokens": ""},
+            {"positional": "rope", "d_k": "3"},
+            {"x": "1,0;1"},
+        ]
+    ),
+    *(
+        ("/heads", query)
+        for query in [
+            {"text": ""},
+            {"heads": "0"},
+            {"heads": "4", "kv_heads": "3"},
+            {"d_head": "0"},
+            {"positional": "rope", "d_head": "3"},
+            {"positional": "foo"},
+            {"d_model": "²"},
+            {"mask": "foo"},
+            {"head": "99"},
+            {"seed": "abc"},
+            {"text": LONG_TEXT},
+        ]
+    ),
+    *(
+        ("/cost", query)
+        for query in [
+            {"seq_len": "0"},
+            {"layers": "abc"},
+            {"preset": "nope"},
+            {"dtype": "foo"},
+            {"heads": "0"},
+            {"heads": "32", "kv_heads": "5"},
+            {"batch": "²"},
+            {"gpu_memory_gib": "-1"},
+            {"window": "abc"},
+        ]
+    ),
+    *(
+        ("/kernel", query)
+        for query in [
+            {"block_q": "0"},
+            {"block_k": "abc"},
+            {"prompt": "99"},
+            {"step": "abc"},
+            {"order": "foo"},
+            {"cache": "foo"},
+            {"decode_step": "-1"},
+            {"sram_elements": "0"},
+            {"tokens": ""},
+            {"positional": "rope", "d_k": "3"},
+        ]
+    ),
+    *(
+        ("/model", query)
+        for query in [
+            {"text": ""},
+            {"layer": "9", "head": "0"},
+            {"layer": "0", "head": "99"},
+            {"query": "99"},
+            {"compare": "  "},
+            {"start": "abc"},
+            {"role": "foo"},
+            {"text": LONG_TEXT},
+        ]
+    ),
+    *(
+        ("/decoder", query)
+        for query in [
+            {"text": ""},
+            {"generate": "abc"},
+            {"temperature": "0"},
+            {"layer": "99"},
+            {"top_k": "²"},
+            {"text": LONG_TEXT},
+        ]
+    ),
+    ("/lessons", {"lesson": "nope"}),
+    ("/embed", {"src": "https://elsewhere.example/"}),
+    ("/docs", {"lesson_title": "t" * 500}),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    BAD_STATES,
+    ids=[f"{path}?{'&'.join(f'{k}={v[:12]}' for k, v in q.items())}" for path, q in BAD_STATES],
+)
+def test_a_spanish_page_says_what_is_wrong_in_spanish(
+    client: TestClient, english_fragments: list[str], path: str, query: dict[str, str]
+) -> None:
+    """Every page in a state it cannot take as it is: the sentence that says so (and the rest
+    of the page) in Spanish, never a 500."""
+    page = client.get(path, params={**query, "lang": "es"})
+    assert page.status_code in (200, 422), page.text[:300]
+    assert '<html lang="es">' in page.text
+    said = problems_said(page.text)
+    assert english_on(said, english_fragments) == []
+    assert [s for s in said if english_words(s)] == []  # a sentence the catalog never saw
+    assert english_on(visible_strings(page.text), english_fragments) == []
+
+
+# Words of an English sentence that no Spanish sentence uses: one of them outside quotes (where
+# a token, a field's value or a field name may stand) is a sentence that never met the catalog.
+ENGLISH_WORDS = re.compile(
+    r"(?<![\w'])(the|is|are|but|must|should|not|of|has|have|every|choose|pick|type|write|"
+    r"shorten|which|there|numbers|input|one|row|rows|only|with|use|its)(?![\w'])",
+    re.I,
+)
+QUOTED = re.compile(r"«[^»]*»|“[^”]*”|\"[^\"]*\"|'[^']*'|\([^)]*\)")
+
+
+def english_words(sentence: str) -> list[str]:
+    return ENGLISH_WORDS.findall(QUOTED.sub(" ", sentence))
+
+
+def problems_said(html: str) -> list[str]:
+    """The page's own sentences about its input: problems, notes, corrections, error boxes."""
+    found = re.findall(
+        r'<(p|div|ul|li)[^>]*class="[^"]*\b(?:note correction|error-box|problems?)\b[^"]*"[^>]*>'
+        r"(.*?)</\1>|id=\"page-messages\"[^>]*>(.*?)</(?:div|section)>",
+        html,
+        re.S,
+    )
+    return [s for match in found for s in visible_strings(match[1] or match[2])]
+
+
+JSON_ERRORS: list[tuple[str, str, Any]] = [
+    # (method, path, body or query)
+    ("POST", "/api/attention", {"tokens": []}),
+    ("POST", "/api/attention", {"d_k": 0}),
+    ("POST", "/api/attention", {"positional": "foo"}),
+    ("POST", "/api/attention", {"tokens": ["a", "b"], "x": [[1, 0], [1]]}),
+    ("POST", "/api/attention", {"positional": "rope", "d_k": 3}),
+    ("POST", "/api/attention", {"mask": {"allowed": 12}}),
+    ("POST", "/api/attention", {"tokenz": ["a"]}),
+    ("POST", "/api/attention", {"query": 9}),
+    ("POST", "/api/attention", {"x": [[1, "a"], [0, 1], [1, 1]], "seed": 1.5}),
+    ("POST", "/api/attention", b'{"x": [1,'),
+    ("POST", "/api/attention", b"[]"),
+    ("POST", "/api/heads", {"heads": 0}),
+    ("POST", "/api/heads", {"heads": 4, "kv_heads": 3}),
+    ("POST", "/api/heads", {"positional": "rope", "d_head": 3}),
+    ("POST", "/api/kernel/tiled", {"block_q": 0}),
+    ("POST", "/api/kernel/tiled", {"order": "foo"}),
+    ("POST", "/api/kernel/decode", {"prompt": 99}),
+    ("POST", "/api/kernel/decode", {"cache": "foo"}),
+    ("POST", "/api/model", {"text": ""}),
+    ("POST", "/api/model", {"text": "a b", "layer": 9, "head": 0}),
+    ("POST", "/api/decoder", {"text": ""}),
+    ("POST", "/api/decoder", {"text": "a", "generate": -1}),
+    ("GET", "/api/cost", {"seq_len": "0"}),
+    ("GET", "/api/cost", {"preset": "nope"}),
+    ("GET", "/api/cost", {"layers": "abc"}),
+    ("GET", "/api/cost", {"heads": "32", "kv_heads": "5"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "sent"),
+    JSON_ERRORS,
+    ids=[f"{m} {p} {str(s)[:30]}" for m, p, s in JSON_ERRORS],
+)
+def test_every_api_error_speaks_the_readers_language(
+    client: TestClient, english_fragments: list[str], method: str, path: str, sent: Any
+) -> None:
+    headers = {"Accept-Language": "es-ES,es;q=0.9"}
+    if method == "GET":
+        answer = client.get(path, params=sent, headers=headers)
+    elif isinstance(sent, bytes):
+        answer = client.post(path, content=sent, headers={**headers, **JSON_TYPE})
+    else:
+        answer = client.post(path, json=sent, headers=headers)
+    assert 400 <= answer.status_code < 500, answer.text[:300]
+    said = list(json_strings(answer.json()))
+    assert said
+    assert english_on(said, english_fragments) == [], said
+    assert [s for s in said if english_words(s)] == []
+    english = client.request(method, path, **request_args(method, sent)).json()
+    assert list(json_strings(english)) != said, "the same words in English and Spanish"
+
+
+JSON_TYPE = {"content-type": "application/json"}
+
+
+def request_args(method: str, sent: Any) -> dict[str, Any]:
+    if method == "GET":
+        return {"params": sent}
+    if isinstance(sent, bytes):
+        return {"content": sent, "headers": JSON_TYPE}
+    return {"json": sent}
+
+
+def json_strings(value: Any, key: str = "") -> Iterator[str]:
+    """The sentences of an error answer (its msg and detail strings, not field names)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k not in ("loc", "type", "input", "ctx", "url"):
+                yield from json_strings(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from json_strings(v, key)
+    elif isinstance(value, str):
+        yield value
+
+
+# ---------------------------------------------------------------- one voice: tú
+
+# The usted forms a translation slips into ("Elija", "Siga", "escriba"…), as imperatives: not
+# after "que" (up to two words on) or "se", where the same words are a subjunctive ("deja que
+# cada token mire").
+USTED = re.compile(
+    r"(?<!que )(?<!se )(?<!\w)(usted|ustedes|elija|siga|escriba|use|cambie|pulse|abra|ponga|"
+    r"compare|mire|vea|pruebe|haga|introduzca|pegue|añada|deje|cierre|señale|observe|fíjese|"
+    r"escoja|seleccione|indique|quite|lea|cuente|recorra|pase|copie|tome|intente|vuelva|"
+    r"empiece|adivine|dé|prepare|reparta|acórtelo|baraje)(?!\w)",
+    re.I,
+)
+# The catalogs of the shell every page shares; the features' catalogs are their owners'.
+ONE_VOICE = ("shared", "classroom", "docs")
+
+
+@pytest.mark.parametrize("domain", ONE_VOICE)
+def test_the_spanish_says_tu_never_usted(domain: str) -> None:
+    path = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES" / f"{domain}.po"
+    with path.open("rb") as po:
+        messages = [m for m in read_po(po) if m.id]
+    formal = [
+        (word, text[:80])
+        for m in messages
+        for text in (m.string if isinstance(m.string, tuple) else (m.string,))
+        for word in usted_forms(text)
+    ]
+    assert formal == []
+
+
+def usted_forms(text: str) -> list[str]:
+    return USTED.findall(SUBJUNCTIVE.sub("que ", text))
+
+
+SUBJUNCTIVE = re.compile(r"\bque(?:\s+\w+){0,2}\s+(?=\w)")
+
+
+def test_the_voice_check_finds_usted() -> None:
+    assert usted_forms("Elija una cabeza. Siga la consulta; escriba un número") == [
+        "Elija",
+        "Siga",
+        "escriba",
+    ]
+    assert usted_forms("Elige una cabeza: deja que cada token mire, se use") == []

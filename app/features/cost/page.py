@@ -1,22 +1,21 @@
-"""The /cost page: its figures, its form and everything it shows, from one /api/cost result.
+"""What /cost shows for one state: its charts, its form and every figure, from one /api/cost
+result (app/features/cost/service.py). Lays numbers out; computes no cost formula."""
 
-Reads finished results (app/features/cost/service.py) and lays them out; computes no cost formula.
-"""
+from dataclasses import dataclass
 
-from typing import Any
-from urllib.parse import urlencode
-
-from pydantic import ValidationError
-
-from app.core.errors import BusyError, InputError, validation_errors
+from app.core.errors import BusyError, InputError
 from app.core.i18n import N_, format_number, format_size, gettext, ngettext
 from app.core.limits import MAX_SEQ_LEN
+from app.features.cost.form import CostForm
 from app.features.cost.measure import Measurement, MeasurementCache
 from app.features.cost.presets import PRESETS_BY_ID
-from app.features.cost.schemas import CostQuery, CostResult, KvSeries
+from app.features.cost.schemas import CostQuery, CostResult, KvSeries, PresetInfo
 from app.features.cost.service import compute_cost, preset_list
+from app.figures.charts import Chart, Dash, Marker, Series, byte_ticks, log_log_lines
 from app.math.cost import DTYPE_BITS, QUANT_BLOCKS
-from app.web.figures import Marker, Series, byte_ticks, log_log_lines
+from app.web.pages import Page, Problem, state_query
+
+# ---------------------------------------------------------------- the charts
 
 
 def _length_markers(result: CostResult, field: str, fit: str, fills: str) -> list[Marker]:
@@ -34,43 +33,27 @@ def _length_markers(result: CostResult, field: str, fit: str, fills: str) -> lis
 
 
 def _bytes_chart(
-    result: CostResult, series: list[Series], title: str, markers: list[Marker]
-) -> dict[str, Any]:
+    chart_id: str, result: CostResult, series: list[Series], title: str, markers: list[Marker]
+) -> Chart:
     """Bytes against length on log axes, with the GPU's memory as a dotted line."""
     ns = result.curves.seq_len
     gpu_bytes = result.gpu.memory_bytes
     gpu_name = gettext("GPU memory (%(size)s)") % {"size": format_size(result.gpu.memory_bytes)}
     values = [v for s in series for v in s.y if v > 0] + [gpu_bytes]
     return log_log_lines(
+        chart_id,
         ns,
         [*series, Series(gpu_name, [gpu_bytes] * len(ns), dash="dot")],
-        title,
-        gettext("bytes"),
-        markers,
+        title=title,
+        y_title=gettext("bytes"),
+        x_title=gettext("sequence length n (tokens)"),
+        markers=markers,
         y_ticks=byte_ticks(min(values), max(values)),
     )
 
 
-def _sized(name: str, values: list[int], dash: str = "solid") -> Series:
+def _sized(name: str, values: list[int], dash: Dash = "solid") -> Series:
     return Series(name, values, [format_size(v) for v in values], dash)
-
-
-# The form's element types are those the cost formulas know (DTYPE_BITS); these are their names.
-DTYPE_LABELS = {
-    "fp32": N_("fp32, 4 bytes"),
-    "fp16": N_("fp16, 2 bytes"),
-    "bf16": N_("bf16, 2 bytes"),
-    "fp8": N_("fp8, 1 byte"),
-    "int4": N_("int4, half a byte"),
-}
-
-
-def form_limits() -> dict[str, Any]:
-    """What the form's fields accept, from the limits and the formulas (never typed twice)."""
-    return {
-        "max_seq_len": MAX_SEQ_LEN,
-        "dtypes": [(name, gettext(DTYPE_LABELS[name])) for name in DTYPE_BITS],
-    }
 
 
 def kv_label(series: KvSeries, result: CostResult) -> str:
@@ -110,11 +93,11 @@ def kv_label(series: KvSeries, result: CostResult) -> str:
     )
 
 
-def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
-    """Score memory and KV cache against sequence length, with the chosen length and the
-    GPU's capacity marked."""
+def scores_chart(result: CostResult) -> Chart:
+    """Score memory against sequence length: dense, the memory-efficient kernel's row
+    statistics, and Q, K, V and the output, with the chosen length and the GPU marked."""
     curves = result.curves
-    score_series = [
+    series = [
         _sized(
             gettext("dense attention: n × n scores of every head"),
             curves.dense_score_bytes_per_layer,
@@ -129,54 +112,49 @@ def cost_figures(result: CostResult) -> dict[str, dict[str, Any]]:
             "dash",
         ),
     ]
-    kv_series = [
+    title = ngettext(
+        "Attention memory of one layer (%(heads)s head × batch %(batch)s)",
+        "Attention memory of one layer (%(heads)s heads × batch %(batch)s)",
+        result.heads,
+    ) % {"heads": format_number(result.heads), "batch": format_number(result.batch)}
+    markers = _length_markers(
+        result,
+        "score_bytes_per_layer",
+        "longest_dense_layer_fit",
+        gettext("dense scores fill the GPU at n = %(n)s"),
+    )
+    return _bytes_chart("fig-cost-scores", result, series, title, markers)
+
+
+def kv_chart(result: CostResult) -> Chart:
+    """The KV cache against sequence length for the configurations compared."""
+    curves = result.curves
+    series = [
         _sized(kv_label(s, result), s.bytes, "solid" if s.id == curves.kv_chosen else "dash")
         for s in curves.kv_cache_bytes
     ]
-    return {
-        "scores": _bytes_chart(
-            result,
-            score_series,
-            ngettext(
-                "Attention memory of one layer (%(heads)s head × batch %(batch)s)",
-                "Attention memory of one layer (%(heads)s heads × batch %(batch)s)",
-                result.heads,
-            )
-            % {"heads": format_number(result.heads), "batch": format_number(result.batch)},
-            _length_markers(
-                result,
-                "score_bytes_per_layer",
-                "longest_dense_layer_fit",
-                gettext("dense scores fill the GPU at n = %(n)s"),
-            ),
-        ),
-        "kv": _bytes_chart(
-            result,
-            kv_series,
-            ngettext(
-                "KV cache, %(layers)s layer × batch %(batch)s",
-                "KV cache, %(layers)s layers × batch %(batch)s",
-                result.layers,
-            )
-            % {"layers": format_number(result.layers), "batch": format_number(result.batch)},
-            _length_markers(
-                result,
-                "kv_cache_bytes",
-                "longest_kv_fit",
-                gettext("the KV cache fills the GPU at n = %(n)s"),
-            ),
-        ),
-    }
+    title = ngettext(
+        "KV cache, %(layers)s layer × batch %(batch)s",
+        "KV cache, %(layers)s layers × batch %(batch)s",
+        result.layers,
+    ) % {"layers": format_number(result.layers), "batch": format_number(result.batch)}
+    markers = _length_markers(
+        result,
+        "kv_cache_bytes",
+        "longest_kv_fit",
+        gettext("the KV cache fills the GPU at n = %(n)s"),
+    )
+    return _bytes_chart("fig-cost-kv", result, series, title, markers)
 
 
-def measure_figure(measurement: Measurement) -> dict[str, Any]:
-    """Measured seconds per length against the fitted c·n²."""
+def measure_chart(measurement: Measurement) -> Chart:
+    """Measured milliseconds per length against the fitted c·n²."""
     rows = measurement.rows
-    ns = [r.n for r in rows]
     ms = [r.seconds * 1000 for r in rows]
     fitted = [r.fitted_seconds * 1000 for r in rows]
     return log_log_lines(
-        ns,
+        "fig-measure",
+        [r.n for r in rows],
         [
             Series(
                 gettext("measured on this server"), ms, [f"{format_number(t, 2)} ms" for t in ms]
@@ -188,91 +166,45 @@ def measure_figure(measurement: Measurement) -> dict[str, Any]:
                 dash="dash",
             ),
         ],
-        gettext("Dense attention, one head: time against length"),
-        gettext("milliseconds"),
+        title=gettext("Dense attention, one head: time against length"),
+        y_title=gettext("milliseconds"),
+        x_title=gettext("sequence length n (tokens)"),
         mode="lines+markers",
     )
 
 
+# ---------------------------------------------------------------- the form
+
+
+# The form's element types are those the cost formulas know (DTYPE_BITS); these are their names.
+DTYPE_LABELS = {
+    "fp32": N_("fp32, 4 bytes"),
+    "fp16": N_("fp16, 2 bytes"),
+    "bf16": N_("bf16, 2 bytes"),
+    "fp8": N_("fp8, 1 byte"),
+    "int4": N_("int4, half a byte"),
+}
+KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int4", "q8_0", "q4_0")
+# The form's fields, in its order: the canonical state lists them so.
 FORM_FIELDS = (
     "seq_len",
     "batch",
+    "dtype",
+    "gpu_memory_gib",
+    "weight_bytes",
+    "kv_dtype",
+    "kv_lora_rank",
+    "rope_head_dim",
+    "sinks",
     "layers",
     "heads",
     "kv_heads",
     "head_dim",
     "window",
     "window_layers",
-    "dtype",
-    "gpu_memory_gib",
-    "kv_dtype",
-    "kv_lora_rank",
-    "rope_head_dim",
-    "sinks",
-    "weight_bytes",
 )
-KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int4", "q8_0", "q4_0")
-
-
-def _form_values(result: CostResult) -> dict[str, str]:
-    """The inputs as the form shows them: the values the result was computed from."""
-    values = {name: getattr(result, name, None) for name in FORM_FIELDS}
-    values["dtype"] = result.dtype or "fp16"
-    values["gpu_memory_gib"] = f"{result.gpu.memory_gib:g}"
-    values["kv_dtype"] = result.kv_dtype_requested
-    values["weight_bytes"] = result.weight_bytes or None
-    values["sinks"] = result.sinks or None
-    return {k: "" if v is None else str(v) for k, v in values.items()}
-
-
-def kv_element_text(result: CostResult) -> str:
-    """b_kv as the reader can check it: 34/32 for q8_0 (bytes per block / values), else b."""
-    if result.kv_dtype in QUANT_BLOCKS:
-        size, count = QUANT_BLOCKS[result.kv_dtype]
-        return f"{size}/{count}"
-    return format_number(result.kv_bytes_per_element)
-
-
-def fit_view(result: CostResult) -> dict[str, Any]:
-    """The "what fits" verdict: cache + weights against the GPU, the longest n and the largest
-    batch, each with the numbers of its formula (the values come from the service)."""
-    gpu, n, batch = result.gpu, result.seq_len, result.batch
-    one = result.kv_cache_bytes // batch if batch else 0
-    free = gpu.memory_bytes - result.weight_bytes
-    return {
-        "fits": result.fits,
-        "total": format_size(result.sizes.kv_and_weights.bytes),
-        "weights": format_size(result.sizes.weight_bytes.bytes),
-        "max_seq_len": result.max_seq_len,
-        "max_batch": result.max_batch,
-        "unbounded": result.max_seq_len >= MAX_SEQ_LEN,
-        "batch_numbers": f"⌊({format_number(gpu.memory_bytes)} − "
-        f"{format_number(result.weight_bytes)}) / {format_number(one)}⌋",
-        "length_numbers": f"KV({format_number(result.max_seq_len)}) × {batch} + "
-        f"{format_number(result.weight_bytes)} ≤ {format_number(gpu.memory_bytes)}",
-        "free": format_number(max(free, 0)),
-        "seq_len": format_number(n),
-    }
-
-
-async def cost_measurement(
-    params: dict[str, str], measurements: MeasurementCache
-) -> tuple[dict[str, Any] | None, str | None]:
-    """The measurement /cost shows, and why it is missing if it is.
-
-    `measure` in the URL (taken out of params) runs or awaits the timing; without it the
-    page shows a finished run if there is one.
-    """
-    if params.pop("measure", None) is None:
-        return measurements.result, None
-    try:
-        return await measurements.get(), None
-    except BusyError as exc:
-        return None, exc.msg
-
-
-# The form's fields that a preset fills: changing one means the numbers are no longer that
-# model's (the workload, element types and GPU fields may change under any preset).
+# The fields a preset fills: changing one means the numbers are no longer that model's (the
+# workload, element types and GPU fields may change under any preset).
 PRESET_FIELDS = (
     "layers",
     "heads",
@@ -286,52 +218,215 @@ PRESET_FIELDS = (
 )
 
 
-def still_the_preset(params: dict[str, str]) -> dict[str, str]:
-    """The query with its preset kept while every preset field given still holds that
-    model's value. Once one differs the preset goes and its values are written out in its
-    place, so every number stays as it was; only the claim that they are that model's
-    goes."""
-    preset = params.get("preset")
-    if not preset or preset not in PRESETS_BY_ID:
-        return params
-    own = _form_values(compute_cost(CostQuery(preset=preset)))
-    if all(params.get(name, "") in ("", own[name]) for name in PRESET_FIELDS):
-        return params
-    filled = {name: own[name] for name in PRESET_FIELDS if own[name]}
-    return filled | {k: v for k, v in params.items() if k != "preset" and v != ""}
-
-
-def cost_page_context(
-    params: dict[str, str], measurement: Measurement | None, measure_busy: str | None
-) -> tuple[dict[str, Any], int]:
-    """Everything /cost shows, and its status: 422 with the problems when the input is wrong.
-
-    params is the query of /api/cost; the measurement comes from `cost_measurement`. The
-    page keeps saying which preset its numbers started from until a preset field changes.
-    """
-    params = still_the_preset(params)
-    context: dict[str, Any] = {
-        "presets": preset_list(),
-        "limits": form_limits(),
-        "errors": [],
-        "result": None,
-        "kv_dtypes": KV_DTYPES,
+def used_values(result: CostResult) -> dict[str, int | float | str | None]:
+    """Each form field as the result used it (None: not used)."""
+    values = {name: getattr(result, name, None) for name in FORM_FIELDS}
+    return values | {
+        "dtype": result.dtype,  # None: bytes_per_element, a size no type name has
+        "gpu_memory_gib": result.gpu.memory_gib,
+        "kv_dtype": result.kv_dtype_requested,
+        "weight_bytes": result.weight_bytes or None,
+        "sinks": result.sinks or None,
     }
-    status = 200
+
+
+def field_text(value: int | float | str | None) -> str:
+    """A value as a form field holds it: "" for none, 24 rather than 24.0."""
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def still_the_preset(form: CostForm) -> CostForm:
+    """The form with its preset kept while every preset field it gives still holds that
+    model's value. Once one differs the preset goes and its values are written out in its
+    place, so every number stays as it was; only the claim that they are that model's goes."""
+    if form.preset not in PRESETS_BY_ID:
+        return form
+    own = used_values(compute_cost(CostQuery(preset=form.preset)))
+    given = {name for name in PRESET_FIELDS if name in form.model_fields_set}
+    if all(getattr(form, name) == own[name] for name in given):
+        return form
+    filled = {name: own[name] for name in PRESET_FIELDS if name not in given}
+    return form.model_copy(update={**filled, "preset": None})
+
+
+def computed(form: CostForm) -> tuple[CostResult, list[Problem]]:
+    """The result of the form's query; when the service cannot use it, the sentence saying
+    why, and the result without the field named (or, failing that, the seed's table)."""
     try:
-        result = compute_cost(CostQuery.model_validate(params))
-        context.update(result=result, form=_form_values(result), figures=cost_figures(result))
-        context.update(kv_element=kv_element_text(result), fit=fit_view(result))
-        context["kv_dtypes"] = KV_DTYPES
-        context["query_string"] = urlencode({k: v for k, v in context["form"].items() if v != ""})
-    except ValidationError as exc:
-        context.update(errors=validation_errors(exc.errors()), form=params)
-        status = 422
-    except InputError as exc:
-        context.update(errors=[{"loc": list(exc.loc), "msg": exc.msg}], form=params)
-        status = 422
-    context["selected_preset"] = params.get("preset", "")
-    context.update(measurement=measurement, measure_busy=measure_busy)
-    if measurement:
-        context["measure_figure"] = measure_figure(measurement)
-    return context, status
+        return compute_cost(form.request()), []
+    except InputError as error:
+        field = str(error.loc[-1])
+        problem = Problem(field, error.msg)
+    instead = form.without(field) if field in CostForm.model_fields else CostForm()
+    try:
+        return compute_cost(instead.request()), [problem]
+    except InputError:  # another field is wrong too: the seed's table
+        return compute_cost(CostQuery()), [problem]
+
+
+# ---------------------------------------------------------------- the view
+
+
+@dataclass(frozen=True)
+class FitView:
+    """The "what fits" verdict: cache + weights against the GPU, the longest n and the
+    largest batch, each with the numbers of its formula (the values come from the service)."""
+
+    fits: bool
+    total: str
+    weights: str
+    max_seq_len: int
+    max_batch: int
+    unbounded: bool
+    batch_numbers: str
+    length_numbers: str
+    seq_len: str
+
+
+def fit_view(result: CostResult) -> FitView:
+    gpu, batch = result.gpu, result.batch
+    one = result.kv_cache_bytes // batch if batch else 0
+    return FitView(
+        fits=result.fits,
+        total=format_size(result.sizes.kv_and_weights.bytes),
+        weights=format_size(result.sizes.weight_bytes.bytes),
+        max_seq_len=result.max_seq_len,
+        max_batch=result.max_batch,
+        unbounded=result.max_seq_len >= MAX_SEQ_LEN,
+        batch_numbers=f"⌊({format_number(gpu.memory_bytes)} − "
+        f"{format_number(result.weight_bytes)}) / {format_number(one)}⌋",
+        length_numbers=f"KV({format_number(result.max_seq_len)}) × {batch} + "
+        f"{format_number(result.weight_bytes)} ≤ {format_number(gpu.memory_bytes)}",
+        seq_len=format_number(result.seq_len),
+    )
+
+
+def kv_element_text(result: CostResult) -> str:
+    """b_kv as the reader can check it: 34/32 for q8_0 (bytes per block / values), else b."""
+    if result.kv_dtype in QUANT_BLOCKS:
+        size, count = QUANT_BLOCKS[result.kv_dtype]
+        return f"{size}/{count}"
+    return format_number(result.kv_bytes_per_element)
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    n: int
+    runs: int
+    milliseconds: float
+    fitted_milliseconds: float
+    ratio: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasureView:
+    """A timing run as the page shows it: milliseconds, and c per million n²."""
+
+    measurement: Measurement
+    rows: list[MeasuredRow]
+    c_ms_per_million: float  # c in ms for n² = 10⁶
+    chart: Chart
+
+
+def measure_view(measurement: Measurement) -> MeasureView:
+    return MeasureView(
+        measurement=measurement,
+        rows=[
+            MeasuredRow(r.n, r.runs, r.seconds * 1000, r.fitted_seconds * 1000, r.ratio)
+            for r in measurement.rows
+        ],
+        c_ms_per_million=measurement.c_seconds * 1e9,
+        chart=measure_chart(measurement),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostView:
+    """Everything /cost shows for one state."""
+
+    result: CostResult
+    fields: dict[str, str]  # each field's value as the form shows it
+    preset: str  # the preset the numbers are still that of, or ""
+    presets: list[PresetInfo]
+    dtypes: list[tuple[str, str]]
+    kv_dtypes: tuple[str, ...]
+    max_seq_len: int
+    scores_chart: Chart
+    kv_chart: Chart
+    kv_element: str
+    bytes_count: float  # b for a plural: the bytes per element, 0 when not whole
+    kv_share_percent: float
+    score_share_percent: float
+    fit: FitView
+    query: str  # the state as a query string: the JSON twin's and the measure link's
+    measure: MeasureView | None
+    measure_busy: str | None
+
+
+def cost_page(
+    form: CostForm,
+    problems: list[Problem],
+    notes: list[str],
+    measured: tuple[Measurement | None, str | None],
+) -> Page:
+    """Everything /cost shows, computed once; what cannot be used is said, and the numbers
+    shown are those of what could be (the field named left at its default)."""
+    form = still_the_preset(form)
+    result, more = computed(form)
+    values = used_values(result)
+    # The fields keep what was typed, so that a sentence and its field agree; a field left
+    # empty shows what was used (the preset's or the default).
+    given = form.model_fields_set - {"measure"}
+    fields = {
+        name: field_text(getattr(form, name) if name in given else values[name])
+        for name in FORM_FIELDS
+    }
+    preset = result.preset.id if result.preset else ""
+    state = [("preset", preset)] if preset else []
+    state += [(name, field_text(values[name])) for name in FORM_FIELDS if values[name] is not None]
+    if result.dtype is None:
+        state.append(("bytes_per_element", field_text(result.bytes_per_element)))
+    b = result.bytes_per_element
+    measurement, busy = measured
+    view = CostView(
+        result=result,
+        fields=fields,
+        preset=preset,
+        presets=preset_list(),
+        dtypes=[(name, gettext(DTYPE_LABELS[name])) for name in DTYPE_BITS],
+        kv_dtypes=KV_DTYPES,
+        max_seq_len=MAX_SEQ_LEN,
+        scores_chart=scores_chart(result),
+        kv_chart=kv_chart(result),
+        kv_element=kv_element_text(result),
+        bytes_count=b if float(b).is_integer() else 0,
+        kv_share_percent=result.gpu.kv_cache_share * 100,
+        score_share_percent=result.gpu.score_layer_share * 100,
+        fit=fit_view(result),
+        query=state_query(state),
+        measure=measure_view(measurement) if measurement else None,
+        measure_busy=busy,
+    )
+    return Page(
+        template="cost/cost.html",
+        fragment="cost/_live.html",
+        view=view,
+        problems=[*problems, *more],
+        notes=notes,
+        state=state,
+    )
+
+
+async def cost_measurement(
+    form: CostForm, measurements: MeasurementCache
+) -> tuple[Measurement | None, str | None]:
+    """The measurement /cost shows, and why it is missing if it is: `measure=1` runs or
+    awaits the timing; without it the page shows a finished run if there is one."""
+    if form.measure is None:
+        return measurements.result, None
+    try:
+        return await measurements.get(), None
+    except BusyError as exc:
+        return None, exc.msg

@@ -1,18 +1,19 @@
 """What scales quadratically: GET /api/cost, /api/cost/models, /api/cost/measure and /cost."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.features.cost.form import CostForm
 from app.features.cost.measure import Measurement, MeasurementCache
-from app.features.cost.page import cost_measurement, cost_page_context
+from app.features.cost.page import cost_measurement, cost_page
 from app.features.cost.schemas import CostQuery, CostResult, PresetList
 from app.features.cost.service import compute_cost, preset_list
-from app.web.deps import ErrorResponse, PageQuery, page_query
+from app.web.deps import ErrorResponse
+from app.web.pages import respond
 from app.web.responses import JSONResponse
-from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
@@ -45,20 +46,11 @@ async def cost_measure(measurements: MeasurementsDep) -> JSONResponse:
     return JSONResponse(await measurements.get())
 
 
-def cost_page(
-    request: Request, params: dict[str, str], measured: tuple[Any, str | None]
-) -> HTMLResponse:
-    context, status = cost_page_context(params, *measured)
-    return page_response(request, "cost/cost.html", context, status)
-
-
 @pages.get("/cost", response_class=HTMLResponse)
-async def cost_html(
-    request: Request,
-    query: Annotated[PageQuery, page_query(CostQuery, "measure")],
-    measurements: MeasurementsDep,
-) -> HTMLResponse:
+async def cost_html(request: Request, measurements: MeasurementsDep) -> HTMLResponse:
     """Async so that waiting for a timing run holds no thread; the page is built in one."""
-    params = query.last()
-    measured = await cost_measurement(params, measurements)
-    return await run_in_threadpool(cost_page, request, params, measured)
+    form, problems, notes = CostForm.read(request.query_params)
+    measured = await cost_measurement(form, measurements)
+    return await run_in_threadpool(
+        lambda: respond(request, cost_page(form, problems, notes, measured))
+    )

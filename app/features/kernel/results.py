@@ -8,17 +8,16 @@ these same annotations. The counts in closed form reuse app/math's own dataclass
 
 from dataclasses import asdict, dataclass
 from math import ceil
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from app.core import arrays
 from app.core.budget import sized
 from app.features.lab.schemas import ResolvedInputs
+from app.math import decoding as dc
 from app.math import flash as fl
 from app.math import kernel as kn
-
-Order = Literal["fa1", "fa2"]
 
 
 def doc(description: str) -> Any:
@@ -139,9 +138,10 @@ class KernelResult(InputsUsed):
 
 @dataclass(frozen=True, kw_only=True)
 class TileStep:
-    """One (query block, key block) step of the tiled walk-through."""
+    """One (query block, key block) step of the tiled walk-through, as the API answers it
+    (from app/math/flash.TileComputation)."""
 
-    order: Order
+    order: fl.LoopOrder
     index: int
     query_block: Annotated[list[int], doc("[start, stop) of the query rows.")]
     key_block: Annotated[list[int], doc("[start, stop) of the key rows.")]
@@ -176,7 +176,7 @@ class TileStep:
     touched_entries: int
 
     @classmethod
-    def of(cls, step: fl.TileStep, touched: arrays.BoolMatrix) -> "TileStep":
+    def of(cls, step: fl.TileComputation, touched: arrays.BoolMatrix) -> "TileStep":
         return cls(
             order=step.order,
             index=step.index,
@@ -213,7 +213,7 @@ class TileStep:
 class TiledTraffic:
     """Elements of slow memory moved by this run and by standard attention."""
 
-    order: Order
+    order: fl.LoopOrder
     tiled: TrafficCount
     standard: TrafficCount
     setup_writes: Annotated[int, doc("fa1 first writes O = 0, l = 0, m = −∞: n·d_v + 2n.")]
@@ -237,7 +237,7 @@ class TiledMemory:
 class TiledResult(KernelResult):
     """The whole /api/kernel/tiled answer."""
 
-    order: Order
+    order: fl.LoopOrder
     sram_elements: int | None
     block_q: int
     block_k: int
@@ -291,7 +291,7 @@ class Prefill:
 class CacheUsed:
     """The cache policy a decoding ran with."""
 
-    policy: Literal["full", "window", "sinks"]
+    policy: dc.Policy
     window: int | None
     sinks: int
     capacity: Annotated[int | None, doc("Most positions ever held: none for full.")]
@@ -299,7 +299,8 @@ class CacheUsed:
 
 @dataclass(frozen=True, kw_only=True)
 class DecodeStep:
-    """One generated token against the cache."""
+    """One generated token against the cache, as the API answers it (from
+    app/math/decoding.DecodedToken)."""
 
     position: int
     token: str

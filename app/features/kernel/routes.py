@@ -1,24 +1,21 @@
 """Inside the kernel: POST /api/kernel/tiled, POST /api/kernel/decode and the page /kernel."""
 
-from typing import Annotated
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from starlette.responses import Response
 
-from app.features.kernel.page import KernelParams, kernel_context
+from app.features.kernel.form import KernelForm
+from app.features.kernel.page import kernel_page
 from app.features.kernel.results import DecodeResult, TiledResult
 from app.features.kernel.schemas import DecodeRequest, TiledRequest
 from app.features.kernel.service import compute_decode, compute_tiled
 from app.features.lab.form import LabForm
 from app.features.lab.page import lab_head
-from app.web.deps import ERRORS, PageQuery, SettingsDep, page_query
+from app.web.deps import ERRORS, SettingsDep
+from app.web.pages import respond
 from app.web.responses import JSONResponse
-from app.web.templating import page_response
 
 api = APIRouter(prefix="/api", tags=["api"])
 pages = APIRouter(include_in_schema=False)
-KernelQuery = Annotated[PageQuery, page_query(KernelParams, *LabForm.model_fields)]
 
 
 @api.post("/kernel/tiled", response_model=TiledResult, responses=ERRORS)
@@ -34,9 +31,7 @@ def kernel_decode(req: DecodeRequest, settings: SettingsDep) -> JSONResponse:
 
 
 @pages.get("/kernel", response_class=HTMLResponse)
-def kernel(request: Request, query: KernelQuery, settings: SettingsDep) -> Response:
+def kernel_html(request: Request, settings: SettingsDep) -> HTMLResponse:
     """Tiled attention and cached decoding of the lab's state, each at the step in the URL."""
     lab = lab_head(*LabForm.read(request.query_params), settings)
-    context = kernel_context(lab, query.last(), settings)
-    status = 422 if context["messages"]["problems"] else 200
-    return page_response(request, "kernel/kernel.html", context, status)
+    return respond(request, kernel_page(*KernelForm.read(request.query_params), lab, settings))

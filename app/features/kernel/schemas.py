@@ -1,7 +1,7 @@
 """The request shapes of POST /api/kernel/tiled and /api/kernel/decode (their results are
 in results.py)."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import (
     BaseModel,
@@ -13,10 +13,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.core.i18n import gettext
 from app.core.limits import HARD_MAX_TOKENS, MAX_COUNTED_LENGTH
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.schemas import AttentionRequest
 from app.features.stages.schemas import CacheSpec, Width, field_error
+from app.math import flash as fl
 
 MAX_SRAM_ELEMENTS = 2**24  # 16 Mi numbers: far more on-chip memory than any GPU has
 DEFAULT_CHART_SRAM = 100_000  # about 192 KiB of on-chip memory per SM, in fp16 numbers
@@ -63,7 +65,7 @@ class TiledRequest(KernelRequest):
     block_k: Annotated[int, Field(strict=True)] | None = Field(
         None, description="Key rows per tile, b_k ≥ 1 (≥ n: one block); default ⌈n / 2⌉."
     )
-    order: Literal["fa1", "fa2"] = Field(
+    order: fl.LoopOrder = Field(
         "fa2",
         description="Loop order: fa1, key/value blocks outside with O, l, m written back every "
         "step (FlashAttention-1); fa2, query blocks outside with one rescale at the end "
@@ -80,9 +82,11 @@ class TiledRequest(KernelRequest):
         if self.sram_elements is not None and self.block_q is not None and self.block_k is not None:
             raise field_error(
                 "sram_with_blocks",
-                "sram_elements sets the tile sizes (b_k = ⌈M / 4d⌉, b_q = min(b_k, d)), but "
-                "block_q and block_k are given too; leave out sram_elements, or one or both "
-                "block sizes",
+                gettext(
+                    "sram_elements sets the tile sizes (b_k = ⌈M / 4d⌉, b_q = min(b_k, d)), but "
+                    "block_q and block_k are given too; leave out sram_elements, or one or both "
+                    "block sizes"
+                ),
                 "sram_elements",
             )
         return self
@@ -91,12 +95,18 @@ class TiledRequest(KernelRequest):
     @classmethod
     def at_least_one_row(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value < 1:
-            kind = "query" if info.field_name == "block_q" else "key"
-            raise PydanticCustomError(
-                "block_too_small",
-                f"{info.field_name} is {value} but a tile needs at least one {kind} row; "
-                "use 1 or more (a size of n or more makes a single block)",
+            sentence = (
+                gettext(
+                    "block_q is %(value)s but a tile needs at least one query row; use 1 or "
+                    "more (a size of n or more makes a single block)"
+                )
+                if info.field_name == "block_q"
+                else gettext(
+                    "block_k is %(value)s but a tile needs at least one key row; use 1 or "
+                    "more (a size of n or more makes a single block)"
+                )
             )
+            raise PydanticCustomError("block_too_small", sentence % {"value": value})
         return value
 
 

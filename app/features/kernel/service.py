@@ -6,6 +6,7 @@ import numpy as np
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
+from app.core.i18n import format_number, gettext
 from app.features.kernel.results import (
     CacheUsed,
     DecodeResult,
@@ -39,21 +40,30 @@ def default_block(n: int) -> int:
 def check_tiling(n: int, block_q: int, block_k: int, settings: Settings) -> None:
     """A walk-through returns every step with an n × n map: keep it within the settings."""
     steps = ceil(n / block_q) * ceil(n / block_k)
+    numbers = {"bq": block_q, "bk": block_k, "n": n, "steps": format_number(steps)}
     if steps > settings.max_kernel_steps:
         raise InputError(
             ("block_q",),
-            f"block_q = {block_q} and block_k = {block_k} cut {n} tokens into {steps:,} steps "
-            f"but this server walks through at most {settings.max_kernel_steps:,}; "
-            "make the blocks larger",
+            gettext(
+                "block_q = %(bq)s and block_k = %(bk)s cut %(n)s tokens into %(steps)s steps "
+                "but this server walks through at most %(max)s; make the blocks larger"
+            )
+            % {**numbers, "max": format_number(settings.max_kernel_steps)},
         )
     cells = steps * n * n
     if cells > settings.max_kernel_cells:
         raise InputError(
             ("block_q",),
-            f"block_q = {block_q} and block_k = {block_k} give {steps:,} steps, each with a "
-            f"{n} × {n} map of the scores touched so far: {cells:,} cells, but this server "
-            f"returns at most {settings.max_kernel_cells:,}; make the blocks larger or use "
-            "fewer tokens",
+            gettext(
+                "block_q = %(bq)s and block_k = %(bk)s give %(steps)s steps, each with a "
+                "%(n)s × %(n)s map of the scores touched so far: %(cells)s cells, but this "
+                "server returns at most %(max)s; make the blocks larger or use fewer tokens"
+            )
+            % {
+                **numbers,
+                "cells": format_number(cells),
+                "max": format_number(settings.max_kernel_cells),
+            },
         )
 
 
@@ -88,7 +98,7 @@ def traffic_curve(d: int, sram: int) -> TrafficCurve:
     attention and both orders, full and causal, blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
 
-    def totals(order: fl.Order, causal: bool) -> list[int]:
+    def totals(order: fl.LoopOrder, causal: bool) -> list[int]:
         return [fl.counted_traffic(n, b_r, b_c, d, d, order, causal).total for n in CURVE_LENGTHS]
 
     return TrafficCurve(
@@ -106,7 +116,7 @@ def long_traffic(n: int, d: int, sram: int) -> LongTraffic:
     standard attention; blocks from the on-chip memory M."""
     b_r, b_c = fl.sram_blocks(sram, d)
 
-    def counted(order: fl.Order, causal: bool) -> fl.Traffic:
+    def counted(order: fl.LoopOrder, causal: bool) -> fl.Traffic:
         return fl.counted_traffic(n, b_r, b_c, d, d, order, causal)
 
     std = fl.standard_traffic(n, d, d)
@@ -195,7 +205,11 @@ def compute_decode(req: DecodeRequest, settings: Settings) -> DecodeResult:
     if prompt > n:
         raise InputError(
             ("prompt",),
-            f"prompt is {prompt} but there are only {n} tokens; the prefill takes 1 to {n} of them",
+            gettext(
+                "prompt is %(prompt)s but there are only %(n)s tokens; the prefill takes 1 to "
+                "%(n)s of them"
+            )
+            % {"prompt": prompt, "n": n},
         )
     rows = len(req.long_sequence.seq_lens)
     size = DecodeResult.answer_bytes(n, inputs.widths, prompt, rows)

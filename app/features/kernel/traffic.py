@@ -5,20 +5,44 @@ Every number comes from the service's result or from app/math/flash.py's counts;
 only writes the formulas out and arranges the figures.
 """
 
+from dataclasses import dataclass
 from math import ceil
-from typing import Any
 
 from app.core.i18n import format_number, gettext
-from app.features.kernel.results import TiledResult
+from app.features.kernel.results import LongSequenceRow, TiledResult
+from app.figures.charts import Chart, Series, log_log_lines
 from app.math import flash as fl
-from app.web.figures import Series, log_log_lines
 
 
 def _n(value: int) -> str:
     return format_number(value)
 
 
-def formulas(n: int, d_k: int, d_v: int, b_r: int, b_c: int) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class Formula:
+    """A count: what it counts, its formula, the formula with this state's numbers, its value."""
+
+    label: str
+    formula: str
+    numbers: str
+    value: str
+
+
+@dataclass(frozen=True)
+class BlockFormulas:
+    """B_c = ⌈M / 4d⌉ and B_r = min(B_c, d), with M and d put in."""
+
+    b_c: str
+    b_r: str
+
+
+@dataclass(frozen=True)
+class MovedSoFar:
+    reads: int
+    writes: int
+
+
+def formulas(n: int, d_k: int, d_v: int, b_r: int, b_c: int) -> list[Formula]:
     """Each count of app/math/flash.py for full attention, symbol by symbol and then with this
     state's n, d_k, d_v and block sizes substituted. Labels are translated; the algebra is not."""
     t_r, t_c = ceil(n / b_r), ceil(n / b_c)
@@ -26,64 +50,63 @@ def formulas(n: int, d_k: int, d_v: int, b_r: int, b_c: int) -> list[dict[str, s
     fa1 = fl.counted_traffic(n, b_r, b_c, d_k, d_v, "fa1")
     fa2 = fl.counted_traffic(n, b_r, b_c, d_k, d_v, "fa2")
     return [
-        {
-            "label": gettext("Standard attention, reads: Q, K, V, then S and P read back"),
-            "formula": "2n·d_k + n·d_v + 2n²",
-            "numbers": f"2·{n}·{d_k} + {n}·{d_v} + 2·{n}²",
-            "value": _n(std.reads),
-        },
-        {
-            "label": gettext("Standard attention, writes: S, P and O"),
-            "formula": "2n² + n·d_v",
-            "numbers": f"2·{n}² + {n}·{d_v}",
-            "value": _n(std.writes),
-        },
-        {
-            "label": gettext("fa1, reads: K, V once; Q, O, l, m once per column block"),
-            "formula": "n(d_k + d_v) + T_c·n(d_k + d_v + 2)",
-            "numbers": f"{n}·({d_k} + {d_v}) + {t_c}·{n}·({d_k} + {d_v} + 2)",
-            "value": _n(fa1.reads),
-        },
-        {
-            "label": gettext("fa1, writes: the setup, then O, l, m once per column block"),
-            "formula": "n(d_v + 2) + T_c·n(d_v + 2)",
-            "numbers": f"{n}·({d_v} + 2) + {t_c}·{n}·({d_v} + 2)",
-            "value": _n(fa1.writes),
-        },
-        {
-            "label": gettext("fa2, reads: Q once; K and V once per row block"),
-            "formula": "n·d_k + T_r·n(d_k + d_v)",
-            "numbers": f"{n}·{d_k} + {t_r}·{n}·({d_k} + {d_v})",
-            "value": _n(fa2.reads),
-        },
-        {
-            "label": gettext("fa2, writes: O and the log-sum-exp L once"),
-            "formula": "n(d_v + 1)",
-            "numbers": f"{n}·({d_v} + 1)",
-            "value": _n(fa2.writes),
-        },
+        Formula(
+            label=gettext("Standard attention, reads: Q, K, V, then S and P read back"),
+            formula="2n·d_k + n·d_v + 2n²",
+            numbers=f"2·{n}·{d_k} + {n}·{d_v} + 2·{n}²",
+            value=_n(std.reads),
+        ),
+        Formula(
+            label=gettext("Standard attention, writes: S, P and O"),
+            formula="2n² + n·d_v",
+            numbers=f"2·{n}² + {n}·{d_v}",
+            value=_n(std.writes),
+        ),
+        Formula(
+            label=gettext("fa1, reads: K, V once; Q, O, l, m once per column block"),
+            formula="n(d_k + d_v) + T_c·n(d_k + d_v + 2)",
+            numbers=f"{n}·({d_k} + {d_v}) + {t_c}·{n}·({d_k} + {d_v} + 2)",
+            value=_n(fa1.reads),
+        ),
+        Formula(
+            label=gettext("fa1, writes: the setup, then O, l, m once per column block"),
+            formula="n(d_v + 2) + T_c·n(d_v + 2)",
+            numbers=f"{n}·({d_v} + 2) + {t_c}·{n}·({d_v} + 2)",
+            value=_n(fa1.writes),
+        ),
+        Formula(
+            label=gettext("fa2, reads: Q once; K and V once per row block"),
+            formula="n·d_k + T_r·n(d_k + d_v)",
+            numbers=f"{n}·{d_k} + {t_r}·{n}·({d_k} + {d_v})",
+            value=_n(fa2.reads),
+        ),
+        Formula(
+            label=gettext("fa2, writes: O and the log-sum-exp L once"),
+            formula="n(d_v + 1)",
+            numbers=f"{n}·({d_v} + 1)",
+            value=_n(fa2.writes),
+        ),
     ]
 
 
-def block_formulas(sram: int, d: int) -> dict[str, str]:
-    """B_c = ⌈M / 4d⌉ and B_r = min(B_c, d) with M and d put in."""
+def block_formulas(sram: int, d: int) -> BlockFormulas:
     b_r, b_c = fl.sram_blocks(sram, d)
-    return {
-        "b_c": f"B_c = ⌈M / 4d⌉ = ⌈{_n(sram)} / (4·{d})⌉ = {b_c}",
-        "b_r": f"B_r = min(B_c, d) = min({b_c}, {d}) = {b_r}",
-    }
+    return BlockFormulas(
+        b_c=f"B_c = ⌈M / 4d⌉ = ⌈{_n(sram)} / (4·{d})⌉ = {b_c}",
+        b_r=f"B_r = min(B_c, d) = min({b_c}, {d}) = {b_r}",
+    )
 
 
-def so_far(result: TiledResult, s: int) -> dict[str, int]:
+def so_far(result: TiledResult, s: int) -> MovedSoFar:
     """Reads and writes up to and including step s, the setup counted before step 0."""
     steps = result.steps[: s + 1]
-    return {
-        "reads": sum(step.elements_read for step in steps),
-        "writes": result.traffic.setup_writes + sum(st.elements_written for st in steps),
-    }
+    return MovedSoFar(
+        reads=sum(step.elements_read for step in steps),
+        writes=result.traffic.setup_writes + sum(st.elements_written for st in steps),
+    )
 
 
-def traffic_chart(result: TiledResult) -> dict[str, Any]:
+def traffic_chart(result: TiledResult) -> Chart:
     """Reads + writes against n on log axes: standard attention grows like n², and so do the
     tiled orders, but with a constant shrunk by about d²/M."""
     curve, spec = result.traffic_curve, result.long_sequence
@@ -99,25 +122,36 @@ def traffic_chart(result: TiledResult) -> dict[str, Any]:
         "m": _n(spec.sram_elements),
     }
     return log_log_lines(
-        curve.seq_len, series, title, gettext("elements read + written"), x_title="n"
+        "fig-traffic",
+        curve.seq_len,
+        series,
+        title=title,
+        y_title=gettext("elements read + written"),
+        x_title="n",
     )
 
 
-def traffic_view(result: TiledResult, s: int) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class TrafficView:
     """Everything the traffic section shows for the walk-through at step s."""
+
+    so_far: MovedSoFar
+    formulas: list[Formula]
+    blocks: BlockFormulas | None  # the tile sizes M gave this state, if it did
+    chart_blocks: BlockFormulas  # those of the chart's long sequences
+    chart: Chart
+    rows: list[LongSequenceRow]
+
+
+def traffic_view(result: TiledResult, s: int) -> TrafficView:
     n, d_k, d_v = len(result.tokens), result.d_k, result.d_v
     spec = result.long_sequence
-    traffic = result.traffic
-    tiled_total, standard_total = traffic.tiled.total, traffic.standard.total
-    return {
-        "so_far": so_far(result, s),
-        "tiled_total": tiled_total,
-        "standard_total": standard_total,
-        "formulas": formulas(n, d_k, d_v, result.block_q, result.block_k),
-        "blocks": block_formulas(result.sram_elements, d_k)
-        if result.blocks_from_sram and result.sram_elements is not None
-        else None,
-        "chart_blocks": block_formulas(spec.sram_elements, spec.head_dim),
-        "chart": traffic_chart(result),
-        "rows": result.long_sequences,
-    }
+    from_sram = result.blocks_from_sram and result.sram_elements is not None
+    return TrafficView(
+        so_far=so_far(result, s),
+        formulas=formulas(n, d_k, d_v, result.block_q, result.block_k),
+        blocks=block_formulas(result.sram_elements, d_k) if from_sram else None,
+        chart_blocks=block_formulas(spec.sram_elements, spec.head_dim),
+        chart=traffic_chart(result),
+        rows=result.long_sequences,
+    )

@@ -48,6 +48,10 @@ titled "L3 H7" and the like, `columns=12`: past 64 × 64 cells in all, or where 
 would be under 6 px, every panel is drawn as a PNG. For signed values shared by a group, build
 the scale once from all of them: `signed_scale(*matrices)`.
 
+States rather than values (the tiled kernel's progress: 0 not computed, 1 computed, 2 held
+now) take a categorical scale, one flat colour per state, named in the legend instead of a
+colour bar: `categorical_scale([("#ececf1", gettext("not computed yet")), …], gettext("score"))`.
+
 `svg_document(figure)` is the SVG a download gives; `png_bytes(heatmap)` the cells as PNG.
 """
 
@@ -59,6 +63,7 @@ from app.figures.heatmap.scale import (
     HIDDEN_LEGEND,
     VIRIDIS,
     Scale,
+    categorical_scale,
     sequential_scale,
     signed_scale,
     weights_scale,
@@ -74,6 +79,7 @@ __all__ = [
     "HeatmapGroup",
     "PanelSection",
     "Scale",
+    "categorical_scale",
     "png_bytes",
     "render",
     "sequential_scale",

@@ -4,12 +4,12 @@ the legend. Pure arithmetic on the heatmap's shape and text; the markup is svg.p
 
 import math
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 
 from app.figures.heatmap.model import Heatmap
+from app.figures.heatmap.scale import Scale
 
 # Numbers in cells up to this many rows and columns (the server's choice); the page hides them
 # where the figure is scaled down so far that they would be smaller than Type.min_text_px.
@@ -102,9 +102,20 @@ def thinned(count: int, step: int, keep: int | None = None) -> list[int]:
 
 
 @dataclass(frozen=True)
+class Swatch:
+    """One state of a categorical legend: its swatch's top left, and its name's lines."""
+
+    x: float
+    y: float
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Legend:
     """The colour bar line: its name, the bar, then the hidden look (on a second line when
-    the first has no room). x and y are offsets from the legend's top left."""
+    the first has no room). x and y are offsets from the legend's top left. A categorical
+    scale has `swatches` instead of a bar: its name, then each state's colour and name (the
+    hidden look, if any, last)."""
 
     label_width: float
     bar_x: float
@@ -113,15 +124,17 @@ class Legend:
     hidden_y: float
     width: float
     height: float
+    swatches: tuple[Swatch, ...] = ()
 
 
-def legend_layout(
-    type_: Type, label: str, ticks: Sequence[str], hidden: str | None, room: float
-) -> Legend:
-    """The legend's parts for a colour bar named `label` with tick texts `ticks`, and the
+def legend_layout(type_: Type, scale: Scale, hidden: str | None, room: float) -> Legend:
+    """The legend's parts for `scale` (its name and tick texts, or its states), and the
     hidden look's sentence `hidden` (None: nothing hidden), within `room` px if it can."""
+    if scale.categorical:
+        return swatch_layout(type_, scale, hidden, room)
+    ticks = scale.tick_texts()
     tick = type_.tick
-    label_width = text_width(label, type_.title) + 8
+    label_width = text_width(scale.label, type_.title) + 8
     half_first = text_width(ticks[0], tick) / 2
     bar_x = max(label_width, half_first + 2)
     # never so short that neighbouring ticks run into each other (a narrow matrix's legend)
@@ -143,6 +156,42 @@ def legend_layout(
     return Legend(
         label_width, bar_x, bar_width, hidden_x, hidden_y, math.ceil(width + 2), math.ceil(height)
     )
+
+
+def wrapped(text: str, size: float, room: float) -> tuple[str, ...]:
+    """A text's lines at font `size`, broken at spaces to stay within `room` px where a
+    word allows it."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and text_width(f"{lines[-1]} {word}", size) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return tuple(lines)
+
+
+def swatch_layout(type_: Type, scale: Scale, hidden: str | None, room: float) -> Legend:
+    """A categorical legend: its name on the first line, then each state (a swatch and its
+    name, wrapped within `room`) side by side while they fit, on further lines when not; the
+    hidden look last, as one more state."""
+    tick = type_.tick
+    line = tick * 1.35
+    gap = tick
+    names = [name for _, name in scale.states] + ([hidden] if hidden is not None else [])
+    label_width = text_width(scale.label, type_.title) + 8
+    x, y, row_height = label_width, 0.0, type_.title * 1.35
+    width = label_width
+    swatches = []
+    for name in names:
+        lines = wrapped(name, tick, max(room - tick - 4, 6 * tick))
+        entry_width = tick + 4 + max(text_width(t, tick) for t in lines)
+        if x > 0 and x + entry_width > room:
+            x, y, row_height = 0.0, y + row_height + 2, 0.0
+        swatches.append(Swatch(x, y, lines))
+        row_height = max(row_height, line * len(lines))
+        width = max(width, x + entry_width)
+        x += entry_width + gap
+    return Legend(label_width, 0.0, 0.0, 0.0, 0.0, width + 2, y + row_height, tuple(swatches))
 
 
 @dataclass(frozen=True)
@@ -192,10 +241,10 @@ def layout(
     *,
     compact: bool = False,
     png: bool | None = None,
-    legend: tuple[str, Sequence[str], str | None] | None = None,
+    legend: tuple[Scale, str | None] | None = None,
 ) -> Layout:
     """Where a heatmap's parts go. `png` forces the choice of raster cells (a group decides
-    for all its panels); `legend` is (bar name, tick texts, hidden sentence or None)."""
+    for all its panels); `legend` is (its scale, the hidden sentence or None)."""
     rows, cols = heatmap.shape
     cell, numbers = cell_size(heatmap, type_, compact)
     if png is None:

@@ -4,10 +4,13 @@
 Colour-blind-safe scales only: viridis for weights, always on [0, 1] so that a colour means
 the same weight in every figure; ColorBrewer's RdBu for signed values, symmetric about 0 so
 that its white middle is 0; viridis over a stated range for other magnitudes (entropy).
-Hidden cells take a flat grey that neither scale contains, named in the legend.
+Hidden cells take a flat grey that neither scale contains, named in the legend. A heatmap of
+states rather than values (the tiled kernel's progress: not computed, computed, held now) has
+a categorical scale: one flat colour per state, each named in the legend.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -34,7 +37,7 @@ DIVERGING = (
 HIDDEN_COLOUR = "#8a8a8a"
 HIDDEN_LEGEND = N_("hidden (%(value)s)")
 
-ScaleKind = Literal["weights", "signed", "sequential"]
+ScaleKind = Literal["weights", "signed", "sequential", "categorical"]
 
 
 def hex_to_rgb(colour: str) -> tuple[int, int, int]:
@@ -56,27 +59,39 @@ def rgb_to_hex(rgb: np.ndarray) -> list[str]:
 class Scale:
     """A value → colour map over [low, high]: values outside are clamped to the ends.
 
-    Build one with `weights_scale`, `signed_scale` or `sequential_scale`; `label` names the
-    quantity on the colour bar ("weight", "score"), already translated."""
+    Build one with `weights_scale`, `signed_scale`, `sequential_scale` or
+    `categorical_scale`; `label` names the quantity on the colour bar ("weight", "score"),
+    already translated. A categorical scale's `states` are (colour, name) of the values
+    0, 1, 2 …"""
 
     kind: ScaleKind
     low: float
     high: float
     label: str
+    states: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def categorical(self) -> bool:
+        return self.kind == "categorical"
 
     @property
     def stops(self) -> tuple[str, ...]:
+        if self.categorical:
+            return tuple(colour for colour, _ in self.states)
         return DIVERGING if self.kind == "signed" else VIRIDIS
 
     def rgb(self, values: ArrayLike) -> np.ndarray:
         """The colour of every value as (…, 3) uint8 sRGB: the one place a value becomes a
         colour. Non-finite values get the low end (hidden cells are drawn over, never so)."""
         z = np.asarray(values, dtype=float)
+        stops = _stop_rgb(self.stops)  # (s, 3)
+        if self.categorical:  # state k: its own colour, never a blend
+            state = np.clip(np.rint(np.nan_to_num(z, nan=0.0)), 0, len(stops) - 1)
+            return stops[state.astype(int)].astype(np.uint8)
         t = (np.nan_to_num(z, nan=self.low, posinf=self.high, neginf=self.low) - self.low) / (
             self.high - self.low
         )
         t = np.clip(t, 0.0, 1.0)
-        stops = _stop_rgb(self.stops)  # (s, 3)
         at = np.linspace(0.0, 1.0, len(stops))
         channels = [np.interp(t, at, stops[:, c]) for c in range(3)]
         return np.rint(np.stack(channels, axis=-1)).astype(np.uint8)
@@ -118,6 +133,14 @@ def sequential_scale(low: float, high: float, label: str) -> Scale:
     if not high > low:
         raise ValueError(f"a sequential scale needs low < high, not {low} … {high}")
     return Scale("sequential", float(low), float(high), label)
+
+
+def categorical_scale(states: Sequence[tuple[str, str]], label: str) -> Scale:
+    """States, not values: value k is drawn in states[k]'s colour (a flat colour, no blend)
+    and named by its name in the legend; `states` are (colour, name), names translated."""
+    if len(states) < 2:
+        raise ValueError("a categorical scale needs at least two states")
+    return Scale("categorical", 0.0, float(len(states) - 1), label, tuple(states))
 
 
 def nice_limit(reach: float) -> float:

@@ -9,6 +9,7 @@ view (y < 0), shown only in the standalone document (`data-box` is its viewBox).
 """
 
 import re
+from dataclasses import replace
 from itertools import chain
 
 from markupsafe import Markup, escape
@@ -19,6 +20,8 @@ from app.figures.heatmap.layout import (
     PNG_FROM_CELLS,
     TYPES,
     Layout,
+    Legend,
+    Swatch,
     Type,
     cell_size,
     layout,
@@ -251,33 +254,22 @@ def _legend(
     figure_id: str, scale: Scale, type_: Type, hidden: str | None, room: float
 ) -> tuple[str, float, float]:
     """The colour bar (a gradient through the scale's own stops, so it shows exactly the
-    colours the cells take), its ticks, and the hidden look named in words. Returns the
-    markup and its width and height."""
-    ticks = scale.tick_texts()
-    plan = plan_legend(type_, scale.label, ticks, hidden, room)
+    colours the cells take), its ticks, and the hidden look named in words; or, for a
+    categorical scale, each state's colour and name. Returns the markup and its size."""
+    plan = plan_legend(type_, scale, hidden, room)
     bar = type_.bar
-    stops = scale.stops
-    gradient = "".join(
-        f'<stop offset="{_n(100 * k / (len(stops) - 1))}%" stop-color="{c}"/>'
-        for k, c in enumerate(stops)
-    )
     out = [
-        f'<defs><linearGradient id="{figure_id}-bar">{gradient}</linearGradient></defs>'
         f'<g class="hm-legend-parts" fill="currentColor" font-size="{_n(type_.tick)}">'
         f'<text x="0" y="{_n(bar / 2)}" dy=".35em" font-size="{_n(type_.title)}">'
         f"{escape(scale.label)}</text>"
-        f'<rect class="hm-bar" x="{_n(plan.bar_x)}" y="0" width="{_n(plan.bar_width)}"'
-        f' height="{_n(bar)}" fill="url(#{figure_id}-bar)"/>'
     ]
-    span = scale.high - scale.low
-    for value, text in zip(scale.ticks(), ticks, strict=True):
-        x = _n(plan.bar_x + plan.bar_width * (value - scale.low) / span)
-        out.append(
-            f'<path d="M{x} {_n(bar)}v3" stroke="currentColor"/>'
-            f'<text x="{x}" y="{_n(bar + 3 + type_.tick * 0.95)}" text-anchor="middle">'
-            f"{escape(text)}</text>"
-        )
-    if hidden is not None:
+    if scale.categorical:  # the hidden look, if any, is one more state
+        colours = [colour for colour, _ in scale.states] + [HIDDEN_COLOUR] * (hidden is not None)
+        out += [_swatch(c, s, type_) for c, s in zip(colours, plan.swatches, strict=True)]
+    else:
+        out.insert(0, _gradient(figure_id, scale))
+        out.append(_bar(figure_id, scale, type_, plan))
+    if hidden is not None and not scale.categorical:
         size = type_.tick
         y = plan.hidden_y + bar / 2
         out.append(
@@ -288,6 +280,49 @@ def _legend(
         )
     out.append("</g>")
     return "".join(out), plan.width, plan.height
+
+
+def _gradient(figure_id: str, scale: Scale) -> str:
+    stops = scale.stops
+    gradient = "".join(
+        f'<stop offset="{_n(100 * k / (len(stops) - 1))}%" stop-color="{c}"/>'
+        for k, c in enumerate(stops)
+    )
+    return f'<defs><linearGradient id="{figure_id}-bar">{gradient}</linearGradient></defs>'
+
+
+def _bar(figure_id: str, scale: Scale, type_: Type, plan: Legend) -> str:
+    """The colour bar and its ticks."""
+    bar = type_.bar
+    out = [
+        f'<rect class="hm-bar" x="{_n(plan.bar_x)}" y="0" width="{_n(plan.bar_width)}"'
+        f' height="{_n(bar)}" fill="url(#{figure_id}-bar)"/>'
+    ]
+    span = scale.high - scale.low
+    for value, text in zip(scale.ticks(), scale.tick_texts(), strict=True):
+        x = _n(plan.bar_x + plan.bar_width * (value - scale.low) / span)
+        out.append(
+            f'<path d="M{x} {_n(bar)}v3" stroke="currentColor"/>'
+            f'<text x="{x}" y="{_n(bar + 3 + type_.tick * 0.95)}" text-anchor="middle">'
+            f"{escape(text)}</text>"
+        )
+    return "".join(out)
+
+
+def _swatch(colour: str, swatch: Swatch, type_: Type) -> str:
+    """One state of a categorical legend: its colour, then its name (one line or more)."""
+    size = type_.tick
+    line = size * 1.35
+    x = _n(swatch.x + size + 4)
+    lines = "".join(
+        f'<tspan x="{x}" y="{_n(swatch.y + line * (k + 0.5))}">{escape(text)}</tspan>'
+        for k, text in enumerate(swatch.lines)
+    )
+    return (
+        f'<rect class="hm-swatch" x="{_n(swatch.x)}" y="{_n(swatch.y + (line - size) / 2)}"'
+        f' width="{_n(size)}" height="{_n(size)}" fill="{colour}" stroke="#767676"'
+        f' stroke-width="0.5"/><text dy=".35em">{lines}</text>'
+    )
 
 
 def _numbers_rule(figure_id: str, lay: Layout) -> str:
@@ -345,8 +380,7 @@ def heatmap_svg(
 
 def _single_layout(heatmap: Heatmap, present: bool) -> Layout:
     hidden = hidden_sentence(heatmap.hidden_text) if heatmap.mask.any() else None
-    legend = (heatmap.scale.label, heatmap.scale.tick_texts(), hidden)
-    return layout(heatmap, TYPES[(present, False)], legend=legend)
+    return layout(heatmap, TYPES[(present, False)], legend=(heatmap.scale, hidden))
 
 
 # ---------------------------------------------------------------- the page's figures
@@ -364,28 +398,31 @@ def _description(
     panels: int = 1,
 ) -> str:
     """The text alternative: what the picture shows, in words."""
-    ticks = scale.tick_texts()
     parts = []
     if panels > 1:
         parts.append(
             ngettext("%(num)d heatmap side by side.", "%(num)d heatmaps side by side.", panels)
             % {"num": panels}
         )
-    parts.append(
-        gettext(
-            "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: %(col_axis)s); "
-            "colour: %(label)s from %(low)s to %(high)s."
+    shape = {"rows": rows, "cols": cols, "row_axis": row_axis, "col_axis": col_axis}
+    if scale.categorical:
+        states = "; ".join(name for _, name in scale.states)
+        parts.append(
+            gettext(
+                "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: "
+                "%(col_axis)s); colour: %(label)s (%(states)s)."
+            )
+            % {**shape, "label": scale.label, "states": states}
         )
-        % {
-            "rows": rows,
-            "cols": cols,
-            "row_axis": row_axis,
-            "col_axis": col_axis,
-            "label": scale.label,
-            "low": ticks[0],
-            "high": ticks[-1],
-        }
-    )
+    else:
+        ticks = scale.tick_texts()
+        parts.append(
+            gettext(
+                "Heatmap of %(rows)d × %(cols)d cells (rows: %(row_axis)s, columns: "
+                "%(col_axis)s); colour: %(label)s from %(low)s to %(high)s."
+            )
+            % {**shape, "label": scale.label, "low": ticks[0], "high": ticks[-1]}
+        )
     if hidden is not None:
         parts.append(gettext("Grey cells: %(hidden)s.") % {"hidden": hidden})
     if not png:
@@ -420,7 +457,8 @@ def _plot(svg: str) -> str:
 def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
     """One heatmap as the <figure> a page places: its title, the picture (SVG cells, or a
     PNG of them where they are smaller than text), the labels and the legend, a text
-    alternative, and the SVG and PNG download buttons."""
+    alternative, and the SVG and PNG download buttons. Its natural width is the CSS
+    variable --hm-width, for a layout that gives each picture the room it needs."""
     lay = _single_layout(heatmap, present)
     rows, cols = heatmap.shape
     hidden = hidden_sentence(heatmap.hidden_text) if heatmap.mask.any() else None
@@ -430,7 +468,8 @@ def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
         rows, cols, heatmap.row_axis, heatmap.col_axis, heatmap.scale, hidden, png=lay.png
     )
     return Markup(
-        f'<figure class="hm" id="{heatmap.id}" data-file="{escape(file_name(heatmap.title))}">'
+        f'<figure class="hm" id="{heatmap.id}" data-file="{escape(file_name(heatmap.title))}"'
+        f' style="--hm-width: {_n(lay.width)}px">'
         f"{_caption(heatmap.id, heatmap.title, heatmap.href)}{_plot(svg)}"
         f'<p class="visually-hidden" id="{desc_id}">{escape(description)}</p>'
         f"{_tools(heatmap.title)}</figure>"
@@ -475,7 +514,10 @@ class _GroupPlan:
     in the standalone SVG."""
 
     def __init__(self, group: HeatmapGroup, present: bool) -> None:
-        panel_type = TYPES[(present, True)]
+        usual = TYPES[(present, True)]
+        panel_type = replace(
+            usual, side=usual.side * group.panel_size, max_cell=usual.max_cell * group.panel_size
+        )
         self.type = TYPES[(present, False)]
         cells = sum(p.shape[0] * p.shape[1] for p in group.panels)
         small = [cell_size(p, panel_type, compact=True)[0] for p in group.panels]
@@ -511,7 +553,8 @@ class _GroupPlan:
         self.legend_size = (legend_w, legend_h)
         self.legend_place = (0.0, tops[-1])
         self.size = (max(room, legend_w), self.legend_place[1] + legend_h)
-        self.panel_width = widest
+        # in the page a panel's title is its caption, which wraps: the picture sets the width
+        self.panel_width = max(lay.width for lay in self.layouts)
 
 
 def _plain_svg(cls: str, size: tuple[float, float], attributes: str) -> str:

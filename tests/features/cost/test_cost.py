@@ -9,7 +9,6 @@ from fractions import Fraction
 from typing import TypeVar
 
 import httpx
-import plotly.graph_objects as go
 import pytest
 from anyio import to_thread
 from fastapi.testclient import TestClient
@@ -17,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.features.cost import measure
-from app.features.cost.page import cost_figures, kv_label, measure_figure
+from app.features.cost.page import kv_chart, kv_label, measure_chart, scores_chart
 from app.features.cost.presets import PRESETS_BY_ID
 from app.features.cost.schemas import CostQuery
 from app.features.cost.service import compute_cost
@@ -25,6 +24,7 @@ from app.main import create_app
 from app.math import cost
 from app.settings import Settings
 from tests.aio import run_async
+from tests.web.test_charts import assert_valid_chart
 
 T = TypeVar("T")
 MiB = 2**20
@@ -419,23 +419,25 @@ def test_query_overrides_a_preset(client: TestClient) -> None:
 )
 def test_every_chart_is_a_valid_plotly_figure(query: CostQuery) -> None:
     result = compute_cost(query)
-    figures = cost_figures(result)
-    assert set(figures) == {"scores", "kv"}
-    for fig in figures.values():
-        go.Figure(fig)
-        assert fig["layout"]["xaxis"]["type"] == fig["layout"]["yaxis"]["type"] == "log"
-    names = [t["name"] for t in figures["kv"]["data"]]
+    for chart in (scores_chart(result), kv_chart(result)):
+        assert_valid_chart(chart)
+        layout = chart.figure["layout"]
+        assert layout["xaxis"]["type"] == layout["yaxis"]["type"] == "log"
+    names = [entry.name for entry in kv_chart(result).legend]
     assert any(name.startswith("MHA") for name in names)
     assert "your length" in names
 
 
 def test_markers_sit_at_the_chosen_length_and_the_gpu_capacity() -> None:
     result = compute_cost(CostQuery(preset="llama-2-7b", seq_len=4_096))
-    kv = {t["name"]: t for t in cost_figures(result)["kv"]["data"]}
+    kv = {t["name"]: t for t in kv_chart(result).figure["data"]}
     assert kv["your length"]["x"] == [4_096.0]
     assert kv["your length"]["y"] == [2_147_483_648.0]
     assert kv["GPU full"]["x"] == [49_152.0]
     assert kv["GPU full"]["y"] == [24.0 * GiB]
+    legend = {entry.name: entry.text for entry in kv_chart(result).legend}
+    assert legend["your length"] == "n = 4,096: 2 GiB"
+    assert legend["GPU full"] == "the KV cache fills the GPU at n = 49,152"
 
 
 def test_kv_chart_compares_mha_gqa_mqa_and_window() -> None:
@@ -590,7 +592,7 @@ def test_measure_endpoint_times_dense_attention(small_client: TestClient) -> Non
     assert small_client.get("/api/cost/measure").json() == body  # the cached run
     measured = small_client.app.state.measurements.result
     assert [r.n for r in measured.rows] == [r["n"] for r in body["rows"]]
-    go.Figure(measure_figure(measured))
+    assert_valid_chart(measure_chart(measured))
 
 
 # ---------------------------------------------------------------- the page
@@ -667,3 +669,29 @@ def test_window_layers_past_the_layer_count_says_the_count_without_a_plural(
     assert error["msg"] == (
         "window_layers is 2, more than the model's layer count (1); use at most 1"
     )
+
+
+@pytest.mark.parametrize(
+    ("typed", "english", "spanish"),
+    [
+        ("²", "seq_len must be a whole number such as 2, not &#34;²&#34;", "número entero"),
+        ("1,000", "not &#34;1,000&#34;", "no &#34;1,000&#34;"),
+        ("٣", "not &#34;٣&#34;", "no &#34;٣&#34;"),
+        ("9" * 5_000, "not &#34;99999999999999999999…&#34;", "número entero"),
+        ("0", "seq_len is 0 but must be at least 1", "seq_len vale 0 pero debe ser al menos 1"),
+    ],
+)
+def test_strict_numbers_are_problems_never_500s(
+    client: TestClient, typed: str, english: str, spanish: str
+) -> None:
+    """The one rule for numbers in a query string: a page of 422 with the sentence beside
+    the seed's table, and the live fragment 200 carrying the 422 and the state it used."""
+    page = client.get("/cost", params={"seq_len": typed})
+    assert page.status_code == 422
+    assert english in page.text
+    assert f"{SEED_TABLE[0][1]:,}" in page.text  # the table of the default length instead
+    live = client.get("/cost", params={"seq_len": typed, "fragment": "1", "lang": "es"})
+    assert (live.status_code, live.headers["x-input-status"]) == (200, "422")
+    assert live.headers["x-page-state"].startswith("seq_len=4096&")
+    assert spanish in live.text
+    assert "<html" not in live.text  # the fragment only

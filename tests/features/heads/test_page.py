@@ -94,10 +94,30 @@ def test_heads_page_chooses_a_head_from_the_url(client: TestClient) -> None:
         assert state["lang"] == "es"
 
 
-def test_the_why_of_sqrt_dk_comes_before_the_api_snippet(client: TestClient) -> None:
-    html = client.get("/heads").text
+@pytest.mark.parametrize("query", ["", "present=1", "lang=es&present=1"])
+def test_sections_are_numbered_in_reading_order_in_every_mode(
+    client: TestClient, query: str
+) -> None:
+    """1 to 5 down the page, "Why divide by √d_k?" before the API snippet; the chosen head's
+    weights beside every head (presenter mode) and the shared shuffle demo are unnumbered."""
+    html = client.get(f"/heads?{query}").text
+    headings = re.findall(r'<h2 id="([^"]+)">(?:(\d+)\. )?', html)
+    numbered = [(h, int(n)) for h, n in headings if n]
+    assert numbered == [
+        ("all-heads", 1),
+        ("selected-head", 2),
+        ("concat-heading", 3),
+        ("kv-cache-heading", 4),
+        ("why-sqrt-dk-heading", 5),
+    ]
+    assert {h for h, n in headings if not n} <= {"chosen-weights-heading", "position-heading"}
     assert html.index('id="why-sqrt-dk"') < html.index('id="request-json"')
-    assert html.index('id="position"') < html.index('id="why-sqrt-dk"')
+
+
+def test_a_state_that_cannot_be_computed_numbers_no_section(client: TestClient) -> None:
+    html = client.get("/heads?heads=3&kv_heads=2&d_head=999").text
+    assert 'id="all-heads"' not in html
+    assert '<h2 id="why-sqrt-dk-heading">Why divide by √d_k?</h2>' in html
 
 
 def test_the_formula_speaks_the_readers_language(client: TestClient) -> None:

@@ -4,7 +4,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 from starlette.datastructures import QueryParams
 
@@ -19,6 +18,7 @@ from app.features.stages.service import position_demo
 from app.math.scaling import saturation
 from app.settings import Settings
 from app.web.pages import Page
+from tests.web.test_charts import assert_valid_chart
 
 
 def page(**params: Any) -> Page:
@@ -225,8 +225,8 @@ def test_scaling_figures_are_valid_plotly() -> None:
     figures = scaling_figures(saturation(seed=0))
     assert set(figures) == {"score_std", "max_weight", "entropy_bits", "gradient"}
     for shown in figures.values():
-        go.Figure(shown.fig)
-        assert [t["name"] for t in shown.fig["data"]] == ["÷ √d_k", "raw Q·K"]
+        assert_valid_chart(shown)
+        assert [t["name"] for t in shown.figure["data"]] == ["÷ √d_k", "raw Q·K"]
 
 
 @pytest.mark.parametrize("seed", [0, 5, 1999])

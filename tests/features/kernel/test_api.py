@@ -156,8 +156,8 @@ def test_the_page_shows_the_step_in_the_url(client: TestClient, url: str, shown:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("/kernel?block_q=0", "block_q is 0; choose a whole number from 1"),
-        ("/kernel?prompt=9", "prompt is 9; choose a whole number from 1 to 3"),
+        ("/kernel?block_q=0", "block_q is &#34;0&#34; but must be at least 1"),
+        ("/kernel?prompt=9", "prompt is 9 but there are only 3 tokens"),
         (
             "/kernel?tokens=" + "+".join("abcdefghijklmnopqrstu") + "&block_q=1&block_k=1",
             "441 steps",

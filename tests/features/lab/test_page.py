@@ -231,7 +231,10 @@ def test_the_sections_are_numbered_in_reading_order(client: TestClient) -> None:
 
 
 def test_the_lab_loads_no_plotly(client: TestClient) -> None:
-    assert "plotly" not in client.get("/").text.lower()
+    """No plotly script, and no chart that would make static/js/figures.js fetch it."""
+    html = client.get("/").text
+    assert not re.search(r"<script[^>]*plotly", html)
+    assert "data-figure=" not in html
 
 
 def test_the_json_download_is_the_api_result(client: TestClient, settings: Settings) -> None:

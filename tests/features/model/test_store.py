@@ -2,6 +2,7 @@
 
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -86,11 +87,16 @@ def test_long_text_is_not_cut_silently() -> None:
     assert pieces.tokens[-1] == "[SEP]"
 
 
-@pytest.mark.parametrize("path", ["Makefile", "Dockerfile"])
-def test_install_steps_pin_the_version_the_hint_names(path: str) -> None:
-    text = (Path(__file__).resolve().parents[3] / path).read_text()
-    assert f"{model_store.PACKAGE}=={model_store.PACKAGE_VERSION}" in text
-    assert "--no-deps" in text
+def test_the_install_pins_the_version_the_hint_names_without_its_dependencies() -> None:
+    """make and the image install pyproject.toml's lock; the hint's --no-deps is declared there."""
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
+    pin = f"{model_store.PACKAGE}=={model_store.PACKAGE_VERSION}"
+    assert pin in pyproject["project"]["dependencies"]
+    assert {
+        "name": model_store.PACKAGE,
+        "version": model_store.PACKAGE_VERSION,
+        "requires-dist": [],
+    } in pyproject["tool"]["uv"]["dependency-metadata"]
 
 
 def test_threads_share_one_tokenizer_safely() -> None:

@@ -656,7 +656,8 @@ def model_matches_the_api(page: Page) -> None:
 
 def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
     page.goto("/model?" + "text=" + MODEL_SENTENCE.replace(" ", "+") + "&layer=0&head=0")
-    expect(page.locator("[data-figure='fig-grid'] .main-svg").first).to_be_visible(timeout=30_000)
+    grid = page.locator("figure.hm-group#fig-grid .hm-panel :is(.hm-cells, .hm-image)")
+    expect(grid.first).to_be_visible(timeout=30_000)  # drawn by the server, with the page
     for name, value in (("layer", "3"), ("head", "7"), ("query", "4")):
         page.select_option(f"#{name}", value)
         settled(page, name, value)

@@ -468,6 +468,22 @@ def check_colour_ranges(page: Page) -> int:
     return checked
 
 
+# The plotly charts static/js/figures.js draws now: those within its NEAR margin (300 px) of
+# the viewport, each of which it observes from the page's load on.
+NEAR_CHARTS = """() => [...document.querySelectorAll('[data-figure]')].filter((plot) => {
+  const box = plot.getBoundingClientRect();
+  return box.width > 0 && box.bottom > -300 && box.top < innerHeight + 300;
+}).map((plot) => plot.dataset.figure)"""
+
+
+def charts_near_the_screen_drawn(page: Page) -> None:
+    """Wait until plotly has drawn every chart near the viewport (its plot area is there),
+    rather than for a fixed time: the scroll's intersection callbacks run within a frame."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done)))")
+    for figure in page.evaluate(NEAR_CHARTS):
+        page.locator(f"[data-figure='{figure}'] rect.nsewdrag").first.wait_for(timeout=30_000)
+
+
 @pytest.mark.parametrize(
     "path",
     ["/", "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3", "/walkthrough?step=weights",
@@ -479,7 +495,7 @@ def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
     expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
     page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
-    page.wait_for_timeout(800)
+    charts_near_the_screen_drawn(page)
     assert check_colour_ranges(page) >= 1
     for drawn in heatmaps(page):
         assert drawn["smallest"] >= 10, f"{path} {drawn['id']}: text under 10 px"

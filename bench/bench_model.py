@@ -16,8 +16,15 @@
    serialize with orjson.
 4. Memory: `python -m app` with 2 workers on 127.0.0.1 (a free port); each worker's RSS
    before and after it has served /api/model (the model is read once per worker).
+5. Edit to picture on /model (a 12-word sentence), in Debian's chromium: the head select
+   changed (applied at once), and the sentence's last word changed (an input event: the
+   page's 150 ms debounce included); from the event to the frame after the page's
+   `live:updated` (the new fragment, its pictures drawn by the server, swapped in).
+   Median of 10 each; the goal is 200 ms.
 
-    .venv/bin/python bench/bench_model.py
+    .venv/bin/python bench/bench_model.py          # everything
+    .venv/bin/python bench/bench_model.py --page   # only 5
+    .venv/bin/python bench/bench_model.py --page http://127.0.0.1:8000   # 5, on that server
 """
 
 import http.client
@@ -150,7 +157,59 @@ def worker_memory() -> list[tuple[int, float, float]]:
         return [(pid, before[pid], rss_mib(pid)) for pid in workers]
 
 
+PAGE_WORDS = "the quick brown fox jumps over the lazy dog near the"  # and a 12th word
+PAGE_ROUNDS = 10
+PAGE_TARGET_MS = 200.0
+# One edit, timed inside the page: the field's new value and its event, to the frame after
+# the swap (live.js sends `live:updated` on the document once the fragment is in).
+TIME_ONE_EDIT = """async ([id, value, kind]) => {
+  const field = document.getElementById(id);
+  const swapped = new Promise((done) => document.addEventListener(
+    "live:updated", () => requestAnimationFrame(() => done()), { once: true }));
+  const start = performance.now();
+  field.value = value;
+  field.dispatchEvent(new Event(kind, { bubbles: true }));
+  await swapped;
+  return performance.now() - start;
+}"""
+
+
+def page_edits(base: str | None = None) -> None:
+    """Section 5: the /model page's edit-to-picture times in chromium, on `base` or on a
+    `python -m app` of its own."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nEdit to picture on /model, 12 words, median of {PAGE_ROUNDS} (load {load})")
+    if base is None:
+        with running_app() as port:
+            return page_edits(f"http://127.0.0.1:{port}")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{base}/model?text={PAGE_WORDS.replace(' ', '+')}+river")
+        edits = {
+            "head select": ("head", [str(k % 12) for k in range(1, PAGE_ROUNDS + 2)], "change"),
+            "last word typed": (
+                "text",
+                [f"{PAGE_WORDS} word{k}" for k in range(PAGE_ROUNDS + 1)],
+                "input",
+            ),
+        }
+        for name, (field, values, kind) in edits.items():
+            page.evaluate(TIME_ONE_EDIT, [field, values[0], kind])  # warm up
+            times = [page.evaluate(TIME_ONE_EDIT, [field, v, kind]) for v in values[1:]]
+            print(f"  {name:<16} median {statistics.median(times):7.1f} ms, best "
+                  f"{min(times):7.1f} ms  (goal {PAGE_TARGET_MS:.0f} ms)")  # fmt: skip
+        browser.close()
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--page"]:
+        page_edits(*sys.argv[2:3])
+        return
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print("all-MiniLM-L6-v2 forward pass in numpy (ms): median, taking turns with a batched")
     print("version of the same arithmetic; and the best run")
@@ -181,6 +240,7 @@ def main() -> None:
     print("\nMemory per uvicorn worker (python -m app, WORKERS=2), MiB RSS:")
     for pid, before, after in worker_memory():
         print(f"  worker {pid}: {before:.0f} before the model, {after:.0f} after")
+    page_edits()
 
 
 if __name__ == "__main__":

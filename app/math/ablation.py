@@ -7,7 +7,7 @@ numbers as `forward`. Only hidden states are kept, no stages, so that 72 runs (o
 head) cost a fraction of 72 forward passes: see `single_head_ablations`.
 """
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -57,20 +57,25 @@ def run_layers(encoder: Encoder, x: np.ndarray, gates: np.ndarray, start: int = 
     return x
 
 
-def single_head_ablations(encoder: Encoder, stages: EncoderStages) -> np.ndarray:
+def single_head_ablations(
+    encoder: Encoder, stages: EncoderStages, check: Callable[[], None] | None = None
+) -> np.ndarray:
     """(L, h, d_model): the sentence embedding with each head switched off in turn.
 
     On top of whatever `stages` had already switched off. Switching off a head of layer l
     changes nothing before layer l, and not that layer's attention weights either: so the
     h variants of layer l start from the run's own hidden state x entering layer l and its
     heads' outputs there, and only the rest of layer l and the layers after it are run
-    again, h variants at a time.
+    again, h variants at a time. `check` is called before each layer's variants; it may
+    raise to stop the work.
     """
     config = encoder.config
     h = config.heads
     base = head_gates(config, stages.ablated)
     embeddings = np.empty((config.layers, h, config.d_model), dtype=np.float32)
     for number, layer in enumerate(stages.layers):
+        if check is not None:
+            check()
         gates = np.repeat(base[None], h, axis=0)  # (h, L, h): variant i …
         gates[np.arange(h), number, np.arange(h)] = 0.0  # … also switches head i off
         weights = encoder.layers[number]

@@ -4,7 +4,7 @@
 
 For unit-length sentence embeddings the cosine is their dot product. Ranking heads: each
 head is switched off alone (its output zeroed), both sentences are run again, and the heads
-are ordered by how far the similarity moved, largest first.
+are ordered by how much the similarity dropped, largest drop first.
 """
 
 from dataclasses import dataclass
@@ -33,7 +33,9 @@ class HeadEffect:
 
 
 def rank_heads(baseline: float, ablated: np.ndarray) -> list[HeadEffect]:
-    """Heads ordered by |change|, largest first; ties in (layer, head) order.
+    """Heads ordered by how much switching them off lowers the similarity, the largest drop
+    first (the heads it needs most); those whose absence raises it come last. Ties in
+    (layer, head) order.
 
     ablated: (L, h), the similarity with each head switched off alone.
     """
@@ -41,4 +43,4 @@ def rank_heads(baseline: float, ablated: np.ndarray) -> list[HeadEffect]:
         HeadEffect(layer, head, float(ablated[layer, head]), float(ablated[layer, head] - baseline))
         for layer, head in np.ndindex(ablated.shape)
     ]
-    return sorted(effects, key=lambda e: (-abs(e.change), e.layer, e.head))
+    return sorted(effects, key=lambda e: (e.change, e.layer, e.head))

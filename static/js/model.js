@@ -1,43 +1,41 @@
-// The /model page, live (static/js/live.js): the sentence, layer, head and query selectors
-// redraw the page's pictures as they change (the server runs the model; nothing is computed
-// here). A click on one head in the grid opens that head: the grid is one heatmap of n × n
-// blocks with a gap between them (meta.block = n + 1), so the clicked cell's row and column
-// say which layer and head it shows.
+// The /model page, live (static/js/live.js): the server runs the model and renders the page's
+// fragment for the form's state; nothing is computed here. This file says which part to take
+// and opens a head: a panel of the grid of every head (its title is a link that works without
+// JavaScript too) or a head's button; the chosen head's stages then come into view.
 "use strict";
 
 (function () {
   if (!document.getElementById("model-form") || !window.AttentionLab || !window.AttentionLab.live) return;
 
+  function showHead() {
+    const title = document.getElementById("head-title");
+    if (!title) return;
+    title.scrollIntoView({ block: "start" });
+    title.focus({ preventScroll: true });
+  }
+
   const model = window.AttentionLab.live({
     form: "model-form",
     delay: 150, // a sentence is typed word by word: each run of the model takes a while
-    url: function (params) { return "/model?" + params.toString(); },
-    // A 422 brings the sentences saying what to fix; the form stays as typed.
-    regions: function (doc) {
-      return doc.liveStatus === 200 ? ["model-form", "model-results"] : ["model-results"];
+    // A 422 (an input that cannot be used) brings the sentences saying so; the form stays as
+    // typed, since the server's copy of it would hold the defaults.
+    regions: function (doc) { return doc.liveStatus === 422 ? ["model-results"] : ["live"]; },
+    done: function (doc, job) {
+      const picked = job.submitter && job.submitter.name === "open";
+      if ((job.openHead || picked) && doc.liveStatus !== 422) showHead();
     },
   });
 
-  function openHead(point) {
-    const block = point && point.data && point.data.meta && point.data.meta.block;
-    if (!block || !Array.isArray(point.pointNumber)) return;
-    document.getElementById("layer").value = String(Math.floor(point.pointNumber[0] / block));
-    document.getElementById("head").value = String(Math.floor(point.pointNumber[1] / block));
-    model.update({ now: true });
-  }
-
-  document.addEventListener("figure:drawn", function (event) {
-    const grid = event.target;
-    if (grid.dataset.figure !== "fig-grid" || grid.dataset.clickable) return;
-    grid.dataset.clickable = "1";
-    grid.on("plotly_click", function (data) { openHead(data.points[0]); });
-  });
-
-  // A select marked data-autosubmit (the role filter) runs the
-  // form as soon as it changes; its button stays for a browser without JavaScript.
-  document.addEventListener("change", function (event) {
-    const select = event.target;
-    if (!(select instanceof HTMLSelectElement) || !select.hasAttribute("data-autosubmit")) return;
-    if (select.form) select.form.requestSubmit();
+  // A click anywhere on a panel of the grid opens its head, as its title's link does.
+  document.addEventListener("click", function (event) {
+    if (!(event.target instanceof Element) || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const panel = event.target.closest("#fig-grid .hm-panel");
+    const link = panel && panel.querySelector(".hm-title a");
+    if (!link) return;
+    const address = new URL(link.href, window.location.href).searchParams;
+    document.getElementById("layer").value = address.get("layer");
+    document.getElementById("head").value = address.get("head");
+    event.preventDefault();
+    model.update({ now: true, openHead: true });
   });
 })();

@@ -50,7 +50,8 @@ HEATMAPS = """() => [...document.querySelectorAll('figure.hm')].map((f) => {
   const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
   const shown = (sel) => [...f.querySelectorAll(sel)]
     .filter((e) => e.getBoundingClientRect().width > 0);
-  const size = (e) => parseFloat(getComputedStyle(e).fontSize) * scale;
+  // to 0.01 px: a box's width is laid out in 1/64 px, so a 145.3 px picture measures 145.297
+  const size = (e) => Math.round(parseFloat(getComputedStyle(e).fontSize) * scale * 100) / 100;
   const rows = shown('.hm-rows text'), cols = shown('.hm-cols text');
   const over = (a, b, px = 1) => a.left + px < b.right && b.left + px < a.right
     && a.top + px < b.bottom && b.top + px < a.bottom;

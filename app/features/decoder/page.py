@@ -273,7 +273,9 @@ def step_views(result: DecoderResult) -> list[StepView]:
     ]
 
 
-def layer_maps(result: DecoderResult, view: DecoderView, tokens: list[str]) -> HeatmapGroup:
+def layer_maps(
+    result: DecoderResult, view: DecoderView, tokens: list[str], link: Callable[[str], str]
+) -> HeatmapGroup:
     """The chosen layer's nine heads, a row per key/value head, on one scale."""
     assert result.weights is not None
     layer = result.weights_layer or 0
@@ -289,7 +291,7 @@ def layer_maps(result: DecoderResult, view: DecoderView, tokens: list[str]) -> H
             scale=weights_scale(),
             hidden=~np.tri(len(tokens), dtype=bool),
             hidden_text="0",
-            href=view.head_link(layer, h),
+            href=link(view.head_link(layer, h)),
         )
         for h in range(heads)
     ]
@@ -490,9 +492,11 @@ def decoder_page(
     notes: list[str],
     settings: Settings,
     check: Callable[[], None] = keep_going,
+    link: Callable[[str], str] = str,
 ) -> Page:
     """Everything /decoder shows for one state, computed once; what cannot be used is said.
-    `check` is called between the model's layers and may raise to abandon the work."""
+    `check` is called between the model's layers and may raise to abandon the work; `link`
+    keeps the reader's view (language, presenter) in the links the figures carry."""
     form = form.snapped()
     view = DecoderView(form=form)
     try:
@@ -512,7 +516,7 @@ def decoder_page(
         except (InputError, ValidationError) as error:
             problems = [*problems, *problem_of(error)]
         else:
-            view = full_view(view, loaded, req, result, settings)
+            view = full_view(view, loaded, req, result, settings, link)
     return Page(
         template="decoder/decoder.html",
         fragment="decoder/_live.html",
@@ -529,6 +533,7 @@ def full_view(
     req: DecoderRequest,
     result: DecoderResult,
     settings: Settings,
+    link: Callable[[str], str],
 ) -> DecoderView:
     form = view.form
     tokens = [shown_piece(t) for t in result.tokens]
@@ -575,5 +580,7 @@ def full_view(
         request_json=req.model_dump(exclude_defaults=True),
     )
     return replace(
-        view, layer_maps=layer_maps(result, view, tokens), grid=head_grid(result, view, induction)
+        view,
+        layer_maps=layer_maps(result, view, tokens, link),
+        grid=head_grid(result, view, induction),
     )

@@ -15,6 +15,7 @@ from app.features.decoder.service import compute_decoder, ready_decoder
 from app.features.decoder.store import decoder_store
 from app.settings import Settings
 from app.web.cache import cacheable
+from app.web.classroom import Classroom
 from app.web.deps import ERRORS, ClientCheck, ErrorResponse, SettingsDep
 from app.web.pages import FRAGMENT, respond
 from app.web.responses import JSONResponse
@@ -69,7 +70,8 @@ async def decoder_measure(settings: SettingsDep) -> JSONResponse:
 def decoder_html(request: Request, settings: SettingsDep, check: ClientCheck) -> HTMLResponse:
     """The page; its model stops between layers when the reader has gone (live.js aborts the
     older request when a key follows)."""
-    page = decoder_page(*DecoderForm.read(request.query_params), settings, check)
+    link = Classroom.from_request(request).link  # the figures' links keep the view
+    page = decoder_page(*DecoderForm.read(request.query_params), settings, check, link)
     response = respond(request, page)
     if page.view.status and request.query_params.get(FRAGMENT) != "1":
         response.status_code = page.view.status  # the server lacks the model, not the reader

@@ -1,36 +1,56 @@
-"""What the /model page shows of a result: the grid of every head, its text version, and the
-selected head's stages (laid out for the shared stage strip)."""
+"""What /model shows for one state: the grid of every head, the reading of the heads (roles,
+where attention goes, rollout, lines, heads switched off, a second sentence), and the chosen
+head's stages (laid out for the shared stage strip); or how to install the model."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlencode
 
 import numpy as np
 from pydantic import ValidationError
 
 from app.core.errors import InputError, ModelUnavailableError, validation_errors
-from app.core.i18n import gettext
+from app.core.i18n import DEFAULT_LOCALE, N_, current_locale, gettext
 from app.core.limits import MAX_LINE_HEADS, MAX_RANKED_PIECES
+from app.features.model.form import ModelForm, key_text
 from app.features.model.reading import (
-    GRID_CELLS,
-    badge_annotations,
+    MATTERS,
+    ROLE_NAMES,
+    LayerMeans,
+    LineView,
+    Ranking,
+    RoleCard,
+    RoleSummary,
+    Rollout,
+    StrongestKey,
+    grid_group,
+    head_name,
     layer_chart,
     layer_table,
     line_view,
-    pooled,
     ranking_view,
     role_cards,
     role_summary,
     rollout_view,
+    strongest_keys,
+    thresholds_sentence,
 )
 from app.features.model.results import ModelHead
-from app.features.model.schemas import MODEL_PAGE_DEFAULTS, ModelPageParams
-from app.features.model.service import ModelResult, compute_model
-from app.features.model.store import MODEL_SHAPE, load_model
-from app.features.stages.page import Stage, Table, head_stages, matrix_map
+from app.features.model.service import ModelResult, compute_model, still_wanted
+from app.features.model.store import MODEL_SHAPE, load_model, word_pieces
+from app.features.stages.page import HeadStages, Stage, Table, head_stages, matrix_map
 from app.features.stages.results import OneHead
+from app.figures.heatmap import HeatmapGroup, signed_scale
 from app.settings import Settings
-from app.web.multiples import heatmap_grid
+from app.web.classroom import url
+from app.web.pages import Page, Problem
+
+BY_TOKEN = ("q", "k", "v", "output")  # n × d_head: one row per token
+BY_PAIR = ("scores", "scaled", "allowed", "masked", "weights")  # n × n: query row, key column
+PROJECTIONS = {"q": "Q = x·W_Q + b_Q", "k": "K = x·W_K + b_K", "v": "V = x·W_V + b_V"}
+# A short everyday sentence in the reader's language, split by the model's own tokenizer to
+# show a reader of another language than English what the model makes of their words.
+EXAMPLE_SENTENCE = N_("The cat sleeps")
 
 
 def shown_positions(result: ModelResult, hide_special: bool) -> list[int]:
@@ -38,26 +58,6 @@ def shown_positions(result: ModelResult, hide_special: bool) -> list[int]:
     n = len(result.tokens)
     keep = [i for i in range(n) if not (hide_special and result.special[i])]
     return keep or list(range(n))  # a text of special pieces only
-
-
-def strongest_keys(weights: np.ndarray, tokens: Sequence[str]) -> list[list[dict[str, Any]]]:
-    """For each layer and head: the key that gets the most weight, averaged over the
-    queries. A text version of the grid, and its links to each head."""
-    mean = weights.mean(axis=2)  # (layers, heads, n): each key's average weight
-    best = mean.argmax(axis=-1)  # (layers, heads)
-    return [
-        [{"token": tokens[j], "weight": float(row[h, j])} for h, j in enumerate(bests)]
-        for row, bests in zip(mean, best, strict=True)
-    ]
-
-
-BY_TOKEN = ("q", "k", "v", "output")  # n × d_head: one row per token
-
-
-BY_PAIR = ("scores", "scaled", "allowed", "masked", "weights")  # n × n: query row, key column
-
-
-PROJECTIONS = {"q": "Q = x·W_Q + b_Q", "k": "K = x·W_K + b_K", "v": "V = x·W_V + b_V"}
 
 
 def shown_head(head: ModelHead, keep: list[int], tokens: list[str]) -> OneHead:
@@ -78,169 +78,204 @@ def shown_head(head: ModelHead, keep: list[int], tokens: list[str]) -> OneHead:
     )
 
 
-def page_link(page: ModelPageParams, **changes: Any) -> str:
-    """This page's URL with some parameters changed (defaults left out)."""
-    state: dict[str, Any] = {
-        "text": page.text,
-        "layer": page.layer,
-        "head": page.head,
-        "hide_special": "on" if page.hide_special else None,
-        "off": page.off,
-        "compare": page.compare or None,
-        "role": page.role or None,
-        "lines": page.lines,
-        "start": page.start or None,
-    }
-    state.update(changes)
-    return "/model?" + urlencode({k: v for k, v in state.items() if v is not None}, doseq=True)
+@dataclass(frozen=True)
+class Projections:
+    """Q, K and V of the chosen head, for the stage strip's macro."""
+
+    stages: list[Stage]
+    full_tables: bool = True
 
 
-def head_links(page: ModelPageParams, layers: int, heads: int) -> list[list[str]]:
-    """page_link(page, layer=a, head=b) for every head of the model, the rest of the query
-    encoded once rather than 72 times."""
-    text = urlencode({"text": page.text})
-    rest = page_link(page, text=None, layer=None, head=None).partition("?")[2]
-    tail = "&" + rest if rest else ""
-    return [
-        [f"/model?{text}&layer={a}&head={b}{tail}" for b in range(heads)] for a in range(layers)
-    ]
-
-
-def grid_figure(result: ModelResult, keep: list[int], role: str) -> dict[str, Any]:
-    """Every head's weights at the shown positions as one grid of thumbnails (pooled over
-    neighbouring pieces for long inputs), with role badges and veils over the heads that
-    the filter hides or that are switched off."""
-    assert result.weights is not None
-    tokens = [result.tokens[i] for i in keep]
-    weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
-    cells, labels = pooled(weights, tokens)
-    selected = (result.head.layer, result.head.head) if result.head else None
-    fig = heatmap_grid(
-        cells,
-        labels,
-        [gettext("layer %(i)s") % {"i": i} for i in range(result.model.layers)],
-        [gettext("head %(h)s") % {"h": i} for i in range(result.model.heads)],
-        (gettext("layer"), gettext("head")),
-        selected,
+def projection(head: OneHead, name: str, title: str, tokens: list[str]) -> Stage:
+    """Q, K or V of the head: a map whose colour bar says "value" (not a score), and its table."""
+    matrix = getattr(head, name)
+    dims = [f"d{j}" for j in range(np.shape(matrix)[1])]
+    drawn = matrix_map(f"proj-{name}", matrix, tokens, dims, title, gettext("dimension"))
+    return Stage(
+        name,
+        title,
+        replace(drawn, scale=signed_scale(matrix, label=gettext("value"))),
+        Table(np.asarray(matrix).tolist(), list(tokens), dims, title),
     )
-    m = cells.shape[-1]
-    notes, veils = badge_annotations(result, role, m + 1, m)
-    fig["layout"]["annotations"].extend(notes)
-    fig["layout"]["shapes"] = veils + fig["layout"]["shapes"]
-    return fig
 
 
-def drawn_heads(page: ModelPageParams, result: ModelResult) -> list[tuple[int, int]]:
-    """The heads the line view draws: those ticked (checked against the model), or the
-    chosen head when none is."""
-    heads = page.line_heads()
-    layers, per_layer = result.model.layers, result.model.heads
-    for layer, head in heads:
-        if layer >= layers or head >= per_layer:
-            raise InputError(
-                ("lines",),
-                f"lines={layer}.{head} is not a head of the model, which has layers 0 to "
-                f"{layers - 1} and heads 0 to {per_layer - 1} in each; untick it",
-                source="query",
-            )
-    return heads
+@dataclass(frozen=True)
+class LanguageNote:
+    """For a reader of another language than English: an everyday sentence of theirs as the
+    model's tokenizer splits it ([CLS] and [SEP] left out)."""
+
+    sentence: str
+    pieces: list[str]
 
 
-def model_view(
-    result: ModelResult, page: ModelPageParams, line_heads: list[tuple[int, int]]
-) -> dict[str, Any]:
-    """What the /model page shows of a result: the grid of every head with its badges, the
-    reading of the heads (roles, where attention goes by layer, rollout, lines), the
-    ablation and the second sentence, and the selected head's stages: its 32-wide Q, K, V,
-    then the lab's strip and query table. [CLS] and [SEP] may be left out of the grid and
-    the stages."""
+def language_note(settings: Settings) -> LanguageNote | None:
+    if current_locale() == DEFAULT_LOCALE:
+        return None
+    sentence = gettext(EXAMPLE_SENTENCE)
+    pieces = word_pieces(load_model(settings.model_dir), sentence)
+    return LanguageNote(
+        sentence, [t for t, s in zip(pieces.tokens, pieces.special, strict=True) if not s]
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelView:
+    """Everything /model shows for one state; `result` is None when the model could not run
+    (`unavailable` then says why, when it is the server's missing model)."""
+
+    form: ModelForm
+    link: Callable[[str], str]  # a local address as a link that keeps the reader's view
+    shape: tuple[int, int] = MODEL_SHAPE  # layers, heads: the selects, before any run
+    unavailable: str | None = None
+    result: ModelResult | None = None
+    query: int = 0  # the chosen query, within the sentence
+    tokens: list[str] = field(default_factory=list)  # the word pieces the pictures show
+    hidden: bool = False  # [CLS] and [SEP] left out of them
+    grid: HeatmapGroup | None = None  # None: no head has the filter's label
+    pooled: bool = False
+    strongest: list[list[StrongestKey]] = field(default_factory=list)
+    cards: list[list[RoleCard]] = field(default_factory=list)
+    summary: list[RoleSummary] = field(default_factory=list)
+    thresholds: str = ""
+    layer_chart: dict[str, Any] = field(default_factory=dict)
+    layer_table: list[LayerMeans] = field(default_factory=list)
+    rollout: Rollout | None = None
+    lines: LineView | None = None
+    ranking: Ranking | None = None
+    projections: Projections | None = None
+    stages: HeadStages | None = None
+    request_json: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    language: LanguageNote | None = None
+    ranked_pieces: int = MAX_RANKED_PIECES
+    matters: float = MATTERS  # a change in similarity under this is small (our line)
+    line_limit: int = MAX_LINE_HEADS
+
+    def address(self, fragment: str = "", **changes: Any) -> str:
+        """This page's link with some of its state changed."""
+        return self.link(url("/model", self.form.state(**changes)) + fragment)
+
+    def head_link(self, layer: int, head: int) -> str:
+        return self.address("#head-title", layer=layer, head=head)
+
+    def head_name(self, layer: int, head: int) -> str:
+        return head_name(layer, head)
+
+    @property
+    def off(self) -> set[str]:
+        return {key_text(h) for h in self.form.off}
+
+    @property
+    def chosen(self) -> tuple[int, int]:
+        return self.form.layer, self.form.head
+
+    @property
+    def layer_lines_link(self) -> str:
+        """The line view with every head of the chosen layer drawn."""
+        heads = [(self.form.layer, h) for h in range(self.shape[1])]
+        return self.address("#line-view", lines=heads)
+
+    @property
+    def filter_name(self) -> str:
+        """The label the role filter keeps, as the page calls it."""
+        return gettext(ROLE_NAMES[self.form.role]) if self.form.role else ""
+
+
+def read_result(view: ModelView, result: ModelResult, settings: Settings) -> ModelView:
+    """The view of a result: every reading of it, at the positions shown."""
     assert result.weights is not None
     assert result.head is not None
-    keep = shown_positions(result, page.hide_special)
+    n = len(result.tokens)
+    form = view.form
+    query = result.head.query.index
+    if form.query is not None:  # a sentence typed shorter may leave it past the end
+        query = min(form.query, n - 1)
+        form = form.model_copy(update={"query": query})
+        view = replace(view, form=form)
+    keep = shown_positions(result, form.hide_special)
     tokens = [result.tokens[i] for i in keep]
-    weights = result.weights[:, :, keep][:, :, :, keep]  # (layers, heads, m, m)
-    layer, chosen = result.head.layer, result.head.head
-    view: dict[str, Any] = {
-        "tokens": tokens,
-        "hidden": len(keep) < len(result.tokens),
-        "grid": grid_figure(result, keep, page.role),
-        "pooled": len(keep) > GRID_CELLS,
-        "strongest": strongest_keys(weights, tokens),
-        "cards": role_cards(result, page.role),
-        "summary": role_summary(result),
-        "layer_chart": layer_chart(result),
-        "layer_table": layer_table(result),
-        "rollout": rollout_view(result),
-        "lines": line_view(result, line_heads, page.start),
-        "ranking": ranking_view(result),
-        "off": {f"{a}.{b}" for a, b in result.ablate},
-        "links": head_links(page, result.model.layers, result.model.heads),
-    }
-    view["all_on"] = page_link(page, off=[])
-    view["lines_links"] = {
-        "chosen": page_link(page, lines=[]) + "#line-view",
-        "layer": page_link(page, lines=[f"{layer}.{h}" for h in range(result.model.heads)])
-        + "#line-view",
-    }
-    request = {
-        "text": page.text,
-        "layer": layer,
-        "head": chosen,
-        "query": result.head.query.index,
+    grid, pooled = grid_group(result, keep, form.role, view.head_link)
+    shown = shown_head(result.head, keep, tokens)
+    request: dict[str, Any] = {
+        "text": form.text,
+        "layer": form.layer,
+        "head": form.head,
+        "query": query,
     }
     if result.ablate:
         request["ablate"] = [list(pair) for pair in result.ablate]
     if result.compare is not None:
-        request.update(compare_text=page.compare, rank_heads=result.ranking is not None)
-    view["request_json"] = request
-    view["ranked_pieces"] = MAX_RANKED_PIECES
-    lines = view["lines"]
-    view["drawn"] = {h["key"]: h["colour"] for h in lines["heads"]} if page.lines else {}
-    view["line_limit"] = MAX_LINE_HEADS
-    view["window_links"] = {
-        side: None if lines[side] is None else page_link(page, start=lines[side]) + "#line-view"
-        for side in ("earlier", "later")
-    }
-    head = result.head
-    shown = shown_head(head, keep, tokens)
-    query = head.query.index
-    dims = [f"d{j}" for j in range(head.d_head)]
-    projections = [
-        Stage(
-            name,
-            title,
-            matrix_map(
-                f"proj-{name}", getattr(shown, name), tokens, dims, title, gettext("dimension")
-            ),
-            Table(np.asarray(getattr(shown, name)).tolist(), list(tokens), dims, title),
-        )
-        for name, title in PROJECTIONS.items()
-    ]
-    view["projections"] = {"stages": projections, "full_tables": True}
-    view["stages"] = head_stages(shown, keep.index(query) if query in keep else 0)
-    return view
+        request.update(compare_text=form.compare, rank_heads=result.ranking is not None)
+    return replace(
+        view,
+        result=result,
+        query=query,
+        tokens=tokens,
+        hidden=len(keep) < n,
+        grid=grid,
+        pooled=pooled,
+        strongest=strongest_keys(result.weights[:, :, keep][:, :, :, keep], tokens),
+        cards=role_cards(result, form.role),
+        summary=role_summary(result),
+        thresholds=thresholds_sentence(),
+        layer_chart=layer_chart(result),
+        layer_table=layer_table(result),
+        rollout=rollout_view(result),
+        lines=line_view(result, form.line_heads, form.start),
+        ranking=ranking_view(result),
+        projections=Projections(
+            [projection(shown, name, title, tokens) for name, title in PROJECTIONS.items()]
+        ),
+        stages=head_stages(shown, keep.index(query) if query in keep else 0),
+        request_json=request,
+        source=load_model(settings.model_dir).source_text(),
+        language=language_note(settings),
+    )
 
 
-def model_page(params: Mapping[str, Any], settings: Settings) -> tuple[dict[str, Any], int]:
-    """The /model page's context and status: the view of the URL's sentence and head, or
-    the sentences saying what to fix (422) or how to install the model (503)."""
-    form = {**MODEL_PAGE_DEFAULTS, **params}
-    context: dict[str, Any] = {"form": form, "errors": [], "result": None, "shape": MODEL_SHAPE}
+def model_page(
+    form: ModelForm,
+    problems: list[Problem],
+    notes: list[str],
+    settings: Settings,
+    link: Callable[[str], str] = str,
+    check: Callable[[], None] = still_wanted,
+) -> Page:
+    """Everything /model shows for one state, the model run once; what cannot be used is
+    said. `link` makes a local address a link that keeps the reader's view (language,
+    presenter mode): the grid's panels are links built here. `check` may stop the ranking
+    of the heads between its parts (a live update the reader has already replaced)."""
+    form = form.opened()
+    view = ModelView(form=form, link=link)
     try:
-        page = ModelPageParams.model_validate(form)
-        result = compute_model(page.request(), settings, rank_if_short=True, as_json=False)
-        line_heads = drawn_heads(page, result)
-    except ValidationError as exc:
-        context["errors"] = [e["msg"] for e in validation_errors(exc.errors())]
-        return context, 422
-    except InputError as exc:
-        context["errors"] = [exc.msg]
-        return context, 422
-    except ModelUnavailableError as exc:
-        context.update(errors=[exc.msg], unavailable=True)
-        return context, 503
-    shape = (result.model.layers, result.model.heads)
-    view = model_view(result, page, line_heads)
-    context.update(result=result, view=view, shape=shape, page=page)
-    context["source"] = load_model(settings.model_dir).source_text()
-    return context, 200
+        result = compute_model(
+            form.request(), settings, rank_if_short=True, as_json=False, check=check
+        )
+    except InputError as error:
+        problems = [*problems, Problem(str(error.loc[0]), error.msg)]
+    except ValidationError as error:
+        found = validation_errors(error.errors(include_url=False))
+        problems = [
+            *problems,
+            *(Problem(str(e["loc"][0]) if e["loc"] else "", e["msg"]) for e in found),
+        ]
+    except ModelUnavailableError as error:
+        view = replace(view, unavailable=error.msg)
+    else:
+        view = read_result(view, result, settings)
+        if form.query is not None and view.query != form.query:
+            notes = [
+                *notes,
+                gettext(
+                    "query %(asked)s is past the last word piece: showing the last one, %(last)s."
+                )
+                % {"asked": form.query, "last": view.query},
+            ]
+    return Page(
+        template="model/model.html",
+        fragment="model/_live.html",
+        view=view,
+        problems=problems,
+        notes=notes,
+        state=view.form.state(),
+    )

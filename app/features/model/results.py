@@ -89,7 +89,7 @@ class ModelResult:
     compare: Compared | None = None  # with compare_text
     ranking: Annotated[
         list[HeadEffect] | None,
-        Field(description="With rank_heads: the 72 heads, largest |change| first."),
+        Field(description="With rank_heads: the 72 heads, the largest drop in similarity first."),
     ] = None
     head: Annotated[ModelHead | None, Field(description="Only when layer and head are given.")] = (
         None

@@ -11,6 +11,7 @@ import numpy as np
 
 from app.core.budget import check_answer
 from app.core.errors import InputError
+from app.core.i18n import gettext
 from app.core.limits import MAX_RANKED_PIECES, MAX_WORD_PIECES
 from app.features.model.results import (
     AttentionTo,
@@ -80,8 +81,11 @@ def _pieces(loaded: LoadedModel, text: str, field: str) -> Pieces:
     if n > MAX_WORD_PIECES:
         raise InputError(
             (field,),
-            f"{field} makes {n} word pieces ([CLS] and [SEP] included) but the model reads at "
-            f"most {MAX_WORD_PIECES}; shorten it",
+            gettext(
+                "%(field)s makes %(n)s word pieces ([CLS] and [SEP] included) but the model "
+                "reads at most %(most)s; shorten it"
+            )
+            % {"field": field, "n": n, "most": MAX_WORD_PIECES},
         )
     return pieces
 
@@ -91,8 +95,17 @@ def _ablate(req: ModelRequest, layers: int, heads: int) -> list[tuple[int, int]]
         if layer >= layers or head >= heads:
             raise InputError(
                 ("ablate", i),
-                f"ablate[{i}] is [{layer}, {head}] but the model has layers 0 to {layers - 1} "
-                f"and heads 0 to {heads - 1} in each; pick a head that exists",
+                gettext(
+                    "ablate[%(i)s] is [%(layer)s, %(head)s] but the model has layers 0 to "
+                    "%(last_layer)s and heads 0 to %(last_head)s in each; pick a head that exists"
+                )
+                % {
+                    "i": i,
+                    "layer": layer,
+                    "head": head,
+                    "last_layer": layers - 1,
+                    "last_head": heads - 1,
+                },
             )
     return sorted({(layer, head) for layer, head in req.ablate})
 
@@ -139,6 +152,7 @@ def _ranking(
     runs: tuple[bert.EncoderStages, bert.EncoderStages],
     base: float,
     if_short: bool,
+    check: Callable[[], None],
 ) -> list[HeadEffect] | None:
     longest = max(len(p.ids) for p in pieces)
     if longest > MAX_RANKED_PIECES and if_short:
@@ -146,20 +160,31 @@ def _ranking(
     if longest > MAX_RANKED_PIECES:
         raise InputError(
             ("rank_heads",),
-            f"ranking the heads runs both sentences 144 times, so it is offered for sentences "
-            f"of at most {MAX_RANKED_PIECES} word pieces; one has {longest}: shorten it",
+            gettext(
+                "ranking the heads runs both sentences 144 times, so it is offered for "
+                "sentences of at most %(most)s word pieces; one has %(n)s: shorten it"
+            )
+            % {"most": MAX_RANKED_PIECES, "n": longest},
         )
 
     def rank() -> list[HeadEffect]:
-        sweeps = [ablation.single_head_ablations(loaded.encoder, run) for run in runs]
+        sweeps = [ablation.single_head_ablations(loaded.encoder, run, check) for run in runs]
         return rank_heads(base, cosine(*sweeps))
 
     key = (id(loaded.encoder), *(bytes(memoryview(p.ids)) for p in pieces), runs[0].ablated)
     return _ranking_cache.get(key, rank)
 
 
+def still_wanted() -> None:
+    """The default `check`: nobody is asking whether the caller has left."""
+
+
 def compute_model(
-    req: ModelRequest, settings: Settings, rank_if_short: bool = False, as_json: bool = True
+    req: ModelRequest,
+    settings: Settings,
+    rank_if_short: bool = False,
+    as_json: bool = True,
+    check: Callable[[], None] = still_wanted,
 ) -> ModelResult:
     """The whole /api/model result for one request.
 
@@ -167,6 +192,9 @@ def compute_model(
     both sentences are short enough for it, instead of only when `rank_heads` asks.
     as_json: the answer is this result as JSON, so it must fit the answer budget. The page
     (as_json=False) sends the weights pooled into thumbnails, never the n × n maps.
+    check: called between the parts of the ranking (2 sentences × 6 layers of ablated runs);
+    it raises to stop the work, when the client has left. An interrupted ranking is not
+    remembered.
     """
     loaded = load_model(settings.model_dir)
     pieces = _pieces(loaded, req.text, "text")
@@ -199,7 +227,7 @@ def compute_model(
         extra.update(similarity=similarity, compare=Compared(other.tokens, _embedding(second)))
         if req.rank_heads or rank_if_short:
             extra["ranking"] = _ranking(
-                loaded, (pieces, other), (stages, second), similarity, not req.rank_heads
+                loaded, (pieces, other), (stages, second), similarity, not req.rank_heads, check
             )
     if req.layer is not None and req.head is not None:
         layer = stages.layers[req.layer]

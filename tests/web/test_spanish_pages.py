@@ -305,7 +305,7 @@ BAD_STATES: list[tuple[str, dict[str, str]]] = [
             {"step": "foo"},
             {"step": "weights", "predict": "1", "guess": "abc"},
             {"step": "weights", "predict": "1", "guess": "7"},
-            {"key": "99"},
+            {"step": "weights", "predict": "1", "key": "99"},  # key applies to the guess
             {"tokens": ""},
             {"positional": "rope", "d_k": "3"},
             {"x": "1,0;1"},
@@ -394,12 +394,13 @@ BAD_STATES: list[tuple[str, dict[str, str]]] = [
 def test_a_spanish_page_says_what_is_wrong_in_spanish(
     client: TestClient, english_fragments: list[str], path: str, query: dict[str, str]
 ) -> None:
-    """Every page in a state it cannot take as it is: the sentence that says so (and the rest
-    of the page) in Spanish, never a 500."""
+    """Every page in a state it cannot take as it is: a sentence that says so (never the
+    default shown in silence), it and the rest of the page in Spanish, never a 500."""
     page = client.get(path, params={**query, "lang": "es"})
     assert page.status_code in (200, 422), page.text[:300]
     assert '<html lang="es">' in page.text
     said = problems_said(page.text)
+    assert said, "a state the page cannot take as it is, shown without a word about it"
     assert english_on(said, english_fragments) == []
     assert [s for s in said if english_words(s)] == []  # a sentence the catalog never saw
     assert english_on(visible_strings(page.text), english_fragments) == []

@@ -43,6 +43,7 @@ from app.features.lab.service import default_query, generated_projection, genera
 from app.features.stages.schemas import MaskSpec
 from app.math import attention as att
 from app.math.positional import KINDS, Positional
+from app.settings import Settings
 from app.web.pages import DECIMAL, PageForm, Whole
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
@@ -65,6 +66,12 @@ DEFAULT_WINDOW = 2
 TOKENS_MAX_CHARS = HARD_MAX_TOKENS * (MAX_TOKEN_CHARS + 1)
 
 Matrix = list[list[float]]
+
+
+def text_limits(settings: Settings) -> dict[str, int]:
+    """The longest text this server reads for the lab's fields: `tokens`, max_tokens labels at
+    their longest with a space each (the pages that read the lab's state cut it there)."""
+    return {"tokens": settings.max_tokens * (MAX_TOKEN_CHARS + 1)}
 
 
 def problem(message: str) -> PydanticCustomError:

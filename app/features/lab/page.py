@@ -13,7 +13,7 @@ from app.core.errors import InputError, validation_errors
 from app.core.formatting import number_text
 from app.core.i18n import N_, format_number, format_size, gettext
 from app.core.limits import MAX_GRID_WIDTH
-from app.features.lab.form import LABELS, MASK_MODES, LabForm
+from app.features.lab.form import LABELS, MASK_MODES, LabForm, text_limits
 from app.features.lab.schemas import AttentionResult
 from app.features.lab.service import compute_attention
 from app.features.stages.page import HeadStages, head_stages
@@ -58,16 +58,29 @@ def at_defaults(form: LabForm, names: Iterable[str]) -> LabForm:
     )
 
 
+def within_server(form: LabForm, settings: Settings) -> tuple[LabForm, list[str]]:
+    """The text cut to the most this server reads (max_tokens labels at their longest, one
+    space each), and said, as the form says of any text cut to its field."""
+    limit = text_limits(settings)["tokens"]
+    if form.tokens is None or len(form.tokens) <= limit:
+        return form, []
+    note = gettext(
+        "%(field)s: longer than %(max)s characters; this page uses and carries the first %(max)s."
+    ) % {"field": "tokens", "max": format_number(limit)}
+    return form.model_copy(update={"tokens": form.tokens[:limit]}), [note]
+
+
 def lab_head(
     form: LabForm, problems: list[Problem], notes: list[str], settings: Settings
 ) -> LabHead:
     """The form's state fitted and computed, once. What this server cannot compute (more
     tokens than it takes, RoPE on an odd d_k) is said, and that field is left at its default;
     should even that fail, the worked example is shown, and said."""
-    problems, notes = list(problems), list(notes)
+    form, cut_notes = within_server(form, settings)
+    problems, notes = list(problems), [*notes, *cut_notes]
     for _ in range(2):
-        fitted, fit_notes = form.fitted()
         try:
+            fitted, fit_notes = form.fitted()
             result = compute_attention(fitted.request(), settings)
         except (InputError, ValidationError) as error:
             said = as_problems(error)

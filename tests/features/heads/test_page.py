@@ -101,7 +101,9 @@ def test_sections_are_numbered_in_reading_order_in_every_mode(
     """1 to 5 down the page, "Why divide by √d_k?" before the API snippet; the chosen head's
     weights beside every head (presenter mode) and the shared shuffle demo are unnumbered."""
     html = client.get(f"/heads?{query}").text
-    headings = re.findall(r'<h2 id="([^"]+)">(?:(\d+)\. )?', html)
+    # the page's own sections, not the shortcuts' help around them
+    results = html.split('id="heads-results"', 1)[1].split('<details class="request"', 1)[0]
+    headings = re.findall(r'<h2 id="([^"]+)">(?:(\d+)\. )?', results)
     numbered = [(h, int(n)) for h, n in headings if n]
     assert numbered == [
         ("all-heads", 1),

@@ -86,9 +86,10 @@ class ModelForm(PageForm):
             raise PydanticCustomError(
                 "blank_text",
                 gettext(
-                    "compare has no words, only spaces; type a second sentence to compare, "
+                    "%(field)s has no words, only spaces; type a second sentence to compare, "
                     "or leave it empty"
-                ),
+                )
+                % {"field": "compare"},
             )
         return compare
 

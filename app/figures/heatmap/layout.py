@@ -167,7 +167,7 @@ def _bar_legend(
     # never so short that neighbouring ticks run into each other: a character between them
     widest = max(text_width(t, tick) for t in ticks)
     spaced = (len(ticks) - 1) * (widest + tick_gap(tick))
-    bar_width = max(min(room - bar_x - half_last - 2, 16 * tick + 60), spaced)
+    bar_width = max(min(room - bar_x - half_last - 3, 16 * tick + 60), spaced)  # 3: ceil
     bar_y = type_.title * 1.3 if above else 0.0
     line = type_.bar + 3 + tick * 1.3
     after_bar = bar_x + bar_width + half_last + tick

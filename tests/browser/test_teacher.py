@@ -452,9 +452,7 @@ def check_colour_ranges(page: Page) -> int:
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
-    expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
-    page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
-    page.wait_for_timeout(800)
+    expect(page.locator("figure.hm").first).to_be_visible()  # all in the page's markup
     assert check_colour_ranges(page) >= 1
     for drawn in heatmaps(page):
         assert drawn["smallest"] >= 10, f"{path} {drawn['id']}: text under 10 px"

@@ -163,6 +163,7 @@ def test_special_tokens_can_be_hidden(client: TestClient) -> None:
         ("lines=%C2%B2.0", "lines[0]: “².0” is not a head"),
         ("query=%C2%B2", 'query must be a whole number such as 2, not "²"'),
         ("start=" + "1" * 4400, "start must be a whole number such as 2"),
+        ("compare=%20%20", "compare has no words, only spaces; type a second sentence"),
     ],
 )
 def test_unusable_numbers_are_a_422_that_still_shows_the_model(

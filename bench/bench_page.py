@@ -68,9 +68,8 @@ class Run:
 
 # ---------------------------------------------------------------- cold loads
 
-# A server-drawn heatmap (app/figures/heatmap), or one plotly still draws (/model's grid, until
-# it is drawn by the server too).
-HEATMAP = "svg.hm-svg, [data-figure='fig-grid'] svg.main-svg"
+# A server-drawn heatmap (app/figures/heatmap): every page's, /model's grid included.
+HEATMAP = "svg.hm-svg"
 HEADING = "main h1"
 
 # Installed before any script of the page: on every frame, is the element laid out yet (and

@@ -20,7 +20,8 @@ from fastapi.testclient import TestClient
 
 from app.core.i18n import catalog, format_number, format_size, format_vector, use_locale
 from app.features.walkthrough.page import STEP_NAMES
-from app.web.templating import figure_data, fmt_si
+from app.figures.charts import bars
+from app.web.templating import fmt_si
 
 PAGES = [
     "/",
@@ -212,9 +213,8 @@ def test_vectors_sizes_flops_and_figures_follow_it_too(
         assert format_vector([1, -0.5]) == vector
         assert format_size(804_900_000) == size
         assert fmt_si(8_589_934_592, "FLOP") == flops
-        assert json.loads(figure_data({"data": [], "layout": {}}))["layout"]["separators"] == (
-            separators
-        )
+        chart = bars("c", ["a"], [1.0], name="n", title="t", y_title="y", x_title="x")
+        assert chart.data_block()["figure"]["layout"]["separators"] == separators
 
 
 def test_the_spanish_lab_writes_decimal_commas_but_keeps_machine_values(client) -> None:

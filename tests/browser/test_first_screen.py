@@ -18,7 +18,9 @@ MAIN_PICTURE = {
     "/heads": "heads-0",  # the first panel of every head (the chosen one)
     "/cost": "fig-cost-scores",
     "/kernel": "fig-tiled-progress",
-    "/model": "fig-grid",
+    # The grid is a group of panels at their natural size that wraps; its first panel is the
+    # chosen head's, outlined, as on /heads.
+    "/model": "grid-0-0",
     "/walkthrough": "walk-x",
 }
 # The page's width and header, as drawn.

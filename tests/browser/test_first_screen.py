@@ -31,11 +31,18 @@ PAGE = """() => ({scrollY: scrollY, width: document.documentElement.scrollWidth,
 def measure(page: Page, path: str, figure: str) -> dict[str, Any]:
     """The main picture's cells and the first cells on the page (page coordinates)."""
     page.goto(path)
+    opened = page.evaluate("scrollY")  # where the page opens, before we bring a chart near
+    # A plotly chart is drawn once it comes near the screen (static/js/figures.js): below a
+    # phone's fold it waits to be scrolled to, as a reader would; then back to the top.
+    chart = page.locator(f"[data-figure='{figure}']")
+    if chart.count():
+        chart.first.scroll_into_view_if_needed()
     wait_for_figure(page, figure)
+    page.evaluate("(y) => scrollTo(0, y)", opened)
     drawn = cells(page)
     main = next(b for b in drawn if b["id"] == figure)
     first = min(drawn, key=lambda b: b["top"])
-    return {**page.evaluate(PAGE), "main": main, "first": first}
+    return {**page.evaluate(PAGE), "scrollY": opened, "main": main, "first": first}
 
 
 def visit(open_page: Callable[..., Page], size: tuple[int, int], query: str = ""):

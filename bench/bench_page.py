@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_api import median_seconds, running_app
-from server import Server
+from server import Server, cpu_seconds, process_stat
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
@@ -68,9 +68,8 @@ class Run:
 
 # ---------------------------------------------------------------- cold loads
 
-# A server-drawn heatmap (app/figures/heatmap), or one plotly still draws (/model's grid, until
-# it is drawn by the server too).
-HEATMAP = "svg.hm-svg, [data-figure='fig-grid'] svg.main-svg"
+# A server-drawn heatmap (app/figures/heatmap): every page's, /model's grid included.
+HEATMAP = "svg.hm-svg"
 HEADING = "main h1"
 
 # Installed before any script of the page: on every frame, is the element laid out yet (and
@@ -100,6 +99,26 @@ class ColdLoad:
     load_ms: float  # navigation → the load event
     transferred: int  # bytes on the wire
     requests: int
+
+
+def started_cpu_seconds() -> float:
+    """User + system CPU time of every process this benchmark started (server, chromium)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents.setdefault(int(process_stat(int(entry))[1]), []).append(int(entry))
+            except OSError:
+                continue
+    seconds, todo = 0.0, list(parents.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo += parents.get(pid, [])
+        try:
+            seconds += cpu_seconds(pid)
+        except OSError:
+            continue
+    return seconds
 
 
 def cold_load(run: Run, path: str, selector: str, rate: float) -> ColdLoad:

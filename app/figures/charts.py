@@ -1,5 +1,6 @@
-"""Line charts, drawn by plotly.js in the browser: the cost curves, the kernel's memory traffic,
-the measured scaling, the √d_k panel. Heatmaps are never charts (app/figures/heatmap draws
+"""Line and bar charts, drawn by plotly.js in the browser: the cost curves, the kernel's memory
+traffic, the measured scaling, the √d_k panel, /model's attention by layer and shares of the
+embedding. Heatmaps are never charts (app/figures/heatmap draws
 them on the server).
 
 A view builds a `Chart` from its typed result; a template places it with
@@ -32,7 +33,7 @@ from app.math.cost import BINARY_UNITS
 LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")  # Okabe–Ito
 MARKER_COLOUR = "#000000"
 Dash = Literal["solid", "dash", "dot"]
-Symbol = Literal["circle", "diamond"]
+Symbol = Literal["circle", "diamond", "square"]  # square: a bar
 # The legend's line samples draw plotly's dashes (stroke-dasharray, in px).
 DASH_ARRAYS: dict[str, str | None] = {"solid": None, "dash": "9 5", "dot": "2 4"}
 # A download: the figure at this size, its title above and its legend below (the page's own
@@ -160,12 +161,12 @@ def _marker(marker: Marker) -> dict[str, Any]:
     }
 
 
-def _axis(title: str, **extra: Any) -> dict[str, Any]:
-    """A log axis that a class cannot zoom by accident (a drag or a pinch on a phone), its
-    title kept clear of its tick labels."""
+def _axis(title: str, kind: str = "log", **extra: Any) -> dict[str, Any]:
+    """An axis (log by default) that a class cannot zoom by accident (a drag or a pinch on a
+    phone), its title kept clear of its tick labels."""
     return {
         "title": {"text": plotly_text(title), "standoff": 8},
-        "type": "log",
+        "type": kind,
         "fixedrange": True,
         "automargin": True,  # room for the tick labels and the title, whatever their size
         **extra,
@@ -198,17 +199,103 @@ def log_log_lines(
     y_axis = _axis(y_title)
     if y_ticks:
         y_axis.update(tickmode="array", **y_ticks)
-    figure = {
-        "data": traces,
-        "layout": {
-            "xaxis": _axis(x_title, dtick=1),  # a label at every power of 10, no 2s and 5s
-            "yaxis": y_axis,
-            "showlegend": False,  # the page's own legend, in HTML, under the chart
-            "margin": {"l": 70, "r": 16, "t": 12, "b": 48},
-            "hovermode": "closest",
-        },
-    }
+    # a label at every power of 10 on x, no 2s and 5s
+    figure = {"data": traces, "layout": _layout(_axis(x_title, dtick=1), y_axis)}
     return Chart(id=chart_id, title=title, figure=figure, legend=tuple(legend))
+
+
+def _layout(x_axis: dict[str, Any], y_axis: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "xaxis": x_axis,
+        "yaxis": y_axis,
+        "showlegend": False,  # the page's own legend, in HTML, under the chart
+        "margin": {"l": 70, "r": 16, "t": 12, "b": 48},
+        "hovermode": "closest",
+    }
+
+
+def mean_lines(
+    chart_id: str,
+    x: Sequence[int],
+    series: Sequence[Series],
+    members: Sequence[Sequence[Sequence[float]]],
+    *,
+    title: str,
+    y_title: str,
+    x_title: str,
+    y_range: tuple[float, float] | None = None,
+) -> Chart:
+    """Means against a small whole number (a layer), on linear axes: a line through each
+    series' means (`series[i].y`) and a faint dot for every value it is the mean of
+    (`members[i][j]`: the values at x[j], one per head)."""
+    if len(members) != len(series) or any(len(m) != len(x) for m in members):
+        raise ValueError("mean_lines: one list of members per series and per x")
+    colours = [LINE_COLOURS[i % len(LINE_COLOURS)] for i in range(len(series))]
+    traces: list[dict[str, Any]] = []
+    for s, dots, colour in zip(series, members, colours, strict=True):
+        name = plotly_text(s.name)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": name,
+                "x": [float(v) for v, values in zip(x, dots, strict=True) for _ in values],
+                "y": [round(float(v), 4) for values in dots for v in values],
+                "marker": {"color": colour, "opacity": 0.35, "size": 6},
+                "hovertemplate": name + ": %{y:.2f}<extra></extra>",
+            }
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": name,
+                "x": [float(v) for v in x],
+                "y": [round(float(v), 4) for v in s.y],
+                "line": {"color": colour, "width": 3, "dash": s.dash},
+                "hovertemplate": plotly_text(x_title)
+                + " %{x}<br>"
+                + name
+                + ": %{y:.3f}<extra></extra>",
+            }
+        )
+    legend = [
+        LegendEntry(s.name, c, dash_array=DASH_ARRAYS[s.dash])
+        for s, c in zip(series, colours, strict=True)
+    ]
+    y_axis = _axis(y_title, "linear")
+    if y_range is not None:
+        y_axis["range"] = list(y_range)
+    figure = {"data": traces, "layout": _layout(_axis(x_title, "linear", dtick=1), y_axis)}
+    return Chart(id=chart_id, title=title, figure=figure, legend=tuple(legend))
+
+
+def bars(
+    chart_id: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    name: str,
+    title: str,
+    y_title: str,
+    x_title: str,
+) -> Chart:
+    """One bar per label, in the order given (labels must differ: plotly stacks repeats)."""
+    if len(set(labels)) != len(labels):
+        raise ValueError("bars: every label once (number repeated tokens)")
+    colour = LINE_COLOURS[0]
+    trace = {
+        "type": "bar",
+        "name": plotly_text(name),
+        "x": [plotly_text(label) for label in labels],
+        "y": [round(float(v), 4) for v in values],
+        "marker": {"color": colour},
+        "hovertemplate": "%{x}: %{y:.3f}<extra></extra>",
+    }
+    x_axis = _axis(x_title, "category", tickangle=-60)
+    figure = {"data": [trace], "layout": _layout(x_axis, _axis(y_title, "linear"))}
+    legend = (LegendEntry(name, colour, symbol="square"),)
+    return Chart(id=chart_id, title=title, figure=figure, legend=legend)
 
 
 def byte_ticks(lo: float, hi: float) -> dict[str, list[Any]]:

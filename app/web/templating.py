@@ -84,13 +84,6 @@ def fmt_si(value: Any, unit: str = "") -> str:
     return f"{text} {SI_PREFIXES[power]}{unit}".strip()
 
 
-def figure_data(fig: dict[str, Any]) -> Markup:
-    """A figure's JSON block, its numbers drawn by plotly with the reader's decimal and group
-    marks (layout.separators)."""
-    layout = {**fig.get("layout", {}), "separators": i18n.plotly_separators()}
-    return json_data({**fig, "layout": layout})
-
-
 def heatmap(figure: Heatmap | HeatmapGroup) -> Markup:
     """`{{ heatmap(view.weights_map) }}`: a heatmap or a group of them, drawn by the server
     for the request's presenter mode (app/figures/heatmap), from any template or macro."""
@@ -177,7 +170,6 @@ environment.filters.update(
     fmt_vector=i18n.format_vector,
     fmt_vectors=i18n.format_vectors,
     json_data=json_data,
-    figure_data=figure_data,
     fmt_int=fmt_int,
     fmt_si=fmt_si,
     number=i18n.format_number,

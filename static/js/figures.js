@@ -1,4 +1,4 @@
-// Charts drawn by plotly.js (app/figures/charts.py, placed by the `chart` macro): lines only;
+// Charts drawn by plotly.js (app/figures/charts.py, placed by the `chart` macro): lines and bars;
 // every heatmap is drawn by the server. No arithmetic here: the server built each figure; this
 // file hands it to plotly.js.
 //
@@ -63,10 +63,8 @@
       const newest = dataOf(plot); // a live update may have brought newer data meanwhile
       if (!plot.isConnected || newest === null || drawn.get(plot) === newest) return null;
       drawn.set(plot, newest);
-      const block = JSON.parse(newest);
-      const figure = block.figure || block; // a plotly heatmap's block is the figure itself
-      return Plotly.react(plot, heatmapTraces(figure, plot), themed(heatmapLayout(figure, plot)), CONFIG)
-        .then(function () { plot.dispatchEvent(new CustomEvent("figure:drawn", { bubbles: true })); });
+      const figure = JSON.parse(newest).figure;
+      return Plotly.react(plot, figure.data, themed(figure.layout), CONFIG);
     });
   }
 
@@ -113,17 +111,7 @@
     if (button) download(button);
   });
 
-  // ---------------------------------------------------------------- plotly heatmaps
-  // /heads and /model draw a few heatmaps with plotly until theirs are drawn by the server
-  // (app/web/figures.py): their cell numbers, token labels and presenter sizes are fitted
-  // here. This section goes with them.
-
-  const CELL_TEXT_MIN_PX = 10; // a cell number smaller than this is left to the hover text
-
-  function isHeatmap(figure) {
-    return figure.data.some(function (trace) { return trace.type === "heatmap"; });
-  }
-
+  // Presenter mode: tick labels as big as the rest of the text.
   function bigTicks(layout) {
     const out = {};
     Object.keys(layout).forEach(function (key) {
@@ -132,73 +120,6 @@
           tickfont: Object.assign({}, layout[key].tickfont, { size: 18 }),
         });
       }
-    });
-    return out;
-  }
-
-  function fits(trace, plotWidth, layout, size) {
-    const columns = Array.isArray(trace.x) ? trace.x.length : (trace.z[0] || []).length;
-    const margin = layout.margin || {};
-    const width = plotWidth - (margin.l || 70) - (margin.r || 10) - 40;
-    const longest = (trace.text || []).reduce(function (m, row) {
-      return Math.max(m, row.reduce(function (k, t) { return Math.max(k, String(t).length); }, 0));
-    }, 0);
-    return size >= CELL_TEXT_MIN_PX && width / Math.max(columns, 1) >= longest * size * 0.6 + 2;
-  }
-
-  function heatmapTraces(figure, plot) {
-    if (!isHeatmap(figure)) return figure.data;
-    const present = document.body.classList.contains("present");
-    const width = plot.clientWidth || 300;
-    return figure.data.map(function (trace) {
-      if (trace.type !== "heatmap") return trace;
-      const gap = trace.xgap ? 4 : 0;
-      const out = present ? Object.assign({}, trace, {
-        xgap: gap, ygap: gap, textfont: Object.assign({}, trace.textfont, { size: 22 }),
-        colorbar: Object.assign({}, trace.colorbar, { thickness: 24, len: 0.9 }),
-      }) : trace;
-      if (out.texttemplate && !fits(out, width, figure.layout, (out.textfont || {}).size || 12)) {
-        return Object.assign({}, out, { texttemplate: "" });
-      }
-      return out;
-    });
-  }
-
-  // Token labels given one per cell stay legible: where the cells are smaller than the font,
-  // each run of neighbouring labels keeps every k-th from its first.
-  function heatmapLayout(figure, plot) {
-    const layout = figure.layout;
-    if (!isHeatmap(figure)) return layout;
-    const trace = figure.data[0];
-    const width = plot.clientWidth || 300;
-    const margin = layout.margin || {};
-    const across = (width - (margin.l || 0) - (margin.r || 0) - 80) / trace.z[0].length;
-    const down = ((layout.height || 300) - (margin.t || 0) - (margin.b || 0)) / trace.z.length;
-    const cell = Math.max(1, Math.min(across, down));
-    const out = Object.assign({}, layout);
-    if (document.body.classList.contains("present")) {
-      out.height = Math.max(layout.height || 0, 420) + 30;
-    }
-    [["xaxis", trace.x], ["yaxis", trace.y]].forEach(function (pair) {
-      const axis = layout[pair[0]];
-      if (!axis || !Array.isArray(axis.tickvals) || !Array.isArray(pair[1])) return;
-      const step = Math.ceil(((axis.tickfont || {}).size || 12) * 1.2 / cell);
-      if (step <= 1) return;
-      const position = new Map(pair[1].map(function (c, i) { return [c, i]; }));
-      const kept = [];
-      let start = -2;
-      let last = -2;
-      axis.tickvals.forEach(function (v, k) {
-        const i = position.get(v);
-        if (i !== last + 1) start = i;
-        last = i;
-        if ((i - start) % step === 0) kept.push({ at: i, k: k });
-      });
-      const shown = kept.filter(function (t, n) { return n === kept.length - 1 || kept[n + 1].at - t.at >= step; });
-      out[pair[0]] = Object.assign({}, axis, {
-        tickvals: shown.map(function (t) { return axis.tickvals[t.k]; }),
-        ticktext: shown.map(function (t) { return axis.ticktext[t.k]; }),
-      });
     });
     return out;
   }

@@ -134,6 +134,43 @@ def test_a_phone_header_keeps_the_language_switch_in_view(page: Page, lang, othe
     expect(page.locator("html")).to_have_attribute("lang", "es" if lang == "en" else "en")
 
 
+# Every control of the header, and where it is: its left and right edges on screen.
+HEADER_CONTROLS = """() => [...document.querySelectorAll(
+  '.site-header :is(a, button, summary)')].filter((e) => e.getClientRects().length)
+  .map((e) => { const b = e.getBoundingClientRect();
+    return {text: e.textContent.trim(), left: b.left, right: b.right}; })"""
+
+
+def test_a_phones_header_holds_every_control_inside_the_screen(page: Page) -> None:
+    """Issue 28.6: at 390 px nothing in the header is cut off or scrolls sideways (it cut
+    "English" to "Engli" and "Modo presentación"); the pages wait in a menu. Each language
+    and mode on two of the four pages with the most in their header."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    visits = [
+        ("/", "en", ""), ("/", "es", "&present=1"), ("/model", "es", ""),
+        ("/model", "en", "&present=1"), ("/kernel", "en", ""), ("/kernel", "es", "&present=1"),
+        ("/decoder", "es", ""), ("/decoder", "en", "&present=1"),
+    ]  # fmt: skip
+    for path, lang, mode in visits:
+        page.goto(f"{path}?lang={lang}{mode}")
+        controls = page.evaluate(HEADER_CONTROLS)
+        assert len(controls) >= 5, controls  # brand, menu, presenter, embed, languages
+        outside = [c for c in controls if c["left"] < 0 or c["right"] > 390]
+        assert outside == [], f"{path}?lang={lang}{mode}: {outside}"
+        assert page.locator(".site-header").bounding_box()["height"] <= HEADER_MAX_PX
+    # The menu opens on a tap, its pages wrapped within the screen, and leads to them.
+    menu = page.locator(".pages-menu > summary")
+    menu.click()
+    pages = page.locator(".pages-menu a")
+    expect(pages.first).to_be_visible()
+    controls = page.evaluate(HEADER_CONTROLS)
+    assert len(controls) >= 5 + 8
+    assert [c for c in controls if c["left"] < 0 or c["right"] > 390] == []
+    save_screenshot(page, "header-390x844-menu-open")
+    page.locator(".pages-menu a", has_text="Inside the kernel").click()
+    expect(page).to_have_url(re.compile(r"/kernel\?"))
+
+
 def test_walkthrough_arrow_keys_and_predict_first(page: Page) -> None:
     page.goto("/walkthrough?predict=1")
     heading = page.locator("#step-title")

@@ -1,5 +1,6 @@
 """The head lab in a real browser: live edits, the URL as the state, safety, accessibility."""
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -166,3 +167,41 @@ def test_clicking_a_pattern_cell_makes_a_custom_mask(page: Page) -> None:
     expect(page.get_by_label("Custom pattern")).to_be_checked()
     assert "mask=custom&allowed=000;110;111" in page.url
     expect(page.locator("#empty-rows")).to_contain_text("Queries that see no key at all: The")
+
+
+# Each server heatmap's box and its legend's, and the smallest text in the open controls.
+LEGENDS_AND_CONTROLS = """() => ({
+  legends: [...document.querySelectorAll('figure.hm')].map((f) => {
+    const box = f.getBoundingClientRect();
+    const legend = f.querySelector('.hm-legend-parts').getBoundingClientRect();
+    return {id: f.id, left: box.left, right: box.right, legendLeft: legend.left,
+      legendRight: legend.right};
+  }),
+  small: [...document.querySelectorAll('#lab-form *')]
+    .filter((e) => e.getClientRects().length && [...e.childNodes].some((n) => n.nodeType === 3
+      && n.textContent.trim()) || e.matches('#lab-form :is(input, select, button)'))
+    .filter((e) => e.getClientRects().length)
+    .map((e) => [e.tagName, e.textContent.trim().slice(0, 20) || e.value,
+      parseFloat(getComputedStyle(e).fontSize)])
+    .filter((t) => t[2] < 16),
+})"""
+
+
+def test_presenter_legends_fit_their_figures_and_controls_keep_16_px(page: Page) -> None:
+    """The Spanish presenter at 1280×720 cut the right end of ÷ √2's and + M's colour bars;
+    its open controls panel wrote the grid's numbers at 14.3 px (issue 28.7: none under 16)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto("/?present=1&lang=es")
+    page.locator("figure.hm#fig-masked").wait_for()
+    measured = page.evaluate(LEGENDS_AND_CONTROLS)
+    assert len(measured["legends"]) >= 6
+    for f in measured["legends"]:
+        assert f["left"] - 0.5 <= f["legendLeft"], f
+        assert f["legendRight"] <= f["right"] + 0.5, f
+    save_screenshot(page, "lab-present-1280x720-es")
+    page.locator("h1").click()
+    page.keyboard.press("c")
+    expect(page.locator("body")).to_have_class(re.compile(r"controls-open"))
+    expect(page.locator("#lab-form input.cell").first).to_be_visible()
+    assert page.evaluate(LEGENDS_AND_CONTROLS)["small"] == []
+    save_screenshot(page, "lab-present-controls-1280x720-es")

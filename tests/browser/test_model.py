@@ -60,6 +60,20 @@ def test_hiding_special_tokens_keeps_the_url(page: Page) -> None:
     page.wait_for_url("**hide_special=on*")
     expect(page.locator("#fig-weights-table thead th")).to_have_text(["row", "hello", "there"])
     expect(page.locator("#pieces li")).to_have_text(["[CLS]", "hello", "there", "[SEP]"])
+    # The two charts, drawn by plotly.js once near the screen, after the swap: a line per
+    # measure (legend in HTML, no plotly toolbar) and a bar per piece of the share table.
+    layers = page.locator("#fig-by-layer-chart")
+    layers.scroll_into_view_if_needed()
+    expect(layers.locator(".main-svg").first).to_be_visible(timeout=RUN)
+    expect(layers.locator(".chart-legend li")).to_have_text(["[CLS]", "[SEP]", "punctuation"])
+    expect(layers.locator(".scatterlayer .trace")).to_have_count(6)  # dots and means, 3 each
+    shares = page.locator("#fig-share-chart")
+    shares.scroll_into_view_if_needed()
+    expect(shares.locator(".main-svg").first).to_be_visible(timeout=RUN)
+    expect(shares.locator(".bars .point")).to_have_count(
+        page.locator("#share-table tbody tr").count()
+    )
+    expect(page.locator(".modebar")).to_have_count(0)
 
 
 # ---------------------------------------------------------------- reading the heads

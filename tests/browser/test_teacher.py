@@ -419,16 +419,6 @@ def test_shortcuts_never_fire_from_a_field(page: Page) -> None:
 
 # ---------------------------------------------------------------- colours, read from the page
 
-COLOUR_RANGES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => ({
-  figure: gd.dataset.figure,
-  axis: gd._fullLayout.coloraxis ? [gd._fullLayout.coloraxis.cmin, gd._fullLayout.coloraxis.cmax,
-                                    gd._fullLayout.coloraxis.colorscale[0][1]] : null,
-  traces: gd._fullData.filter((t) => t.type === 'heatmap').map((t) => ({
-    name: t.name, zmin: t.zmin, zmax: t.zmax, first: (t.colorscale || [[0, '']])[0][1],
-    showscale: t.showscale, coloraxis: t.coloraxis || null,
-    labelled: Array.isArray(t.x) && Array.isArray(t.y) && t.x.length > 0 && t.y.length > 0,
-  })),
-}))"""
 VIRIDIS_START = "#440154"
 DIVERGING_START = "#67001f"
 
@@ -450,21 +440,6 @@ def check_colour_ranges(page: Page) -> int:
             assert drawn["low"] == pytest.approx(-drawn["high"]), drawn["id"]
             assert drawn["high"] > 0
         checked += 1
-    for fig in page.evaluate(COLOUR_RANGES):
-        for t in fig["traces"]:
-            assert t["labelled"], f"{fig['figure']}: a heatmap without token labels"
-            if t["coloraxis"]:
-                cmin, cmax, first = fig["axis"]
-                assert (cmin, cmax, first.lower()) == (0, 1, VIRIDIS_START), fig["figure"]
-            elif t["first"].lower() == VIRIDIS_START:
-                assert (t["zmin"], t["zmax"]) == (0, 1), fig["figure"]
-            elif t["first"].lower() == DIVERGING_START:
-                assert t["zmin"] == pytest.approx(-t["zmax"]), fig["figure"]
-                assert t["zmax"] > 0
-            else:  # the hidden cells' flat colour, the kernel's four progress states
-                assert t["showscale"] is False, f"{fig['figure']}: a colour bar without a range"
-                continue
-            checked += 1
     return checked
 
 
@@ -477,46 +452,12 @@ def check_colour_ranges(page: Page) -> int:
 )  # fmt: skip
 def test_colour_ranges_on_the_page(page: Page, path: str) -> None:
     page.goto(path)
-    expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
-    page.mouse.wheel(0, 20_000)  # bring every lazily drawn figure near the viewport
-    page.wait_for_timeout(800)
+    expect(page.locator("figure.hm").first).to_be_visible()  # all in the page's markup
     assert check_colour_ranges(page) >= 1
     for drawn in heatmaps(page):
         assert drawn["smallest"] >= 10, f"{path} {drawn['id']}: text under 10 px"
         assert drawn["overlaps"] == 0, f"{path} {drawn['id']}: labels over each other"
         assert drawn["under_title"] == 0, f"{path} {drawn['id']}: the title over labels"
-    for figure in page.evaluate(TOKEN_AXES):  # thumbnails and small multiples included
-        assert figure["x"] > 0, f"{path} {figure['id']}: no labels along the keys"
-        assert figure["y"] > 0, f"{path} {figure['id']}: no labels along the queries"
-        assert figure["smallest"] >= 10, f"{path} {figure['id']}: tick labels under 10 px"
-        assert figure["overlaps"] == 0, f"{path} {figure['id']}: labels over each other"
-        assert figure["under_title"] == 0, f"{path} {figure['id']}: the title over labels"
-
-
-# Per heatmap: its tick labels on each axis, the smallest font among them, how many pairs
-# of neighbours on one axis overlap (more than a pixel), and how many axis titles and key
-# labels the figure's title covers (more than its line gap).
-TOKEN_AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter((gd) => (gd.data || []).some((t) => t.type === 'heatmap'))
-  .map((gd) => {
-    const labels = (sel) => [...gd.querySelectorAll(sel)].filter((e) => e.textContent.trim())
-      .map((e) => ({box: e.getBoundingClientRect(),
-                    size: parseFloat(getComputedStyle(e).fontSize)}));
-    const x = labels('.xtick text'), y = labels('.ytick text');
-    const over = (a, b, px = 1) => a.left + px < b.right && b.left + px < a.right
-      && a.top + px < b.bottom && b.top + px < a.bottom;
-    const overlaps = [x, y].reduce((n, axis) => n + axis.slice(1)
-      .filter((l, i) => over(l.box, axis[i].box)).length, 0);
-    const sizes = [...x, ...y].map((l) => l.size);
-    const title = gd.querySelector('.gtitle');
-    const near = [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text')]
-      .map((e) => e.getBoundingClientRect()).concat(x.map((l) => l.box));
-    const under_title = title && title.textContent.trim()
-      // 4 px: a text's box holds its line gap, and a superscript (Q·Kᵀ) deepens the title's
-      ? near.filter((box) => over(title.getBoundingClientRect(), box, 4)).length : 0;
-    return {id: gd.dataset.figure, x: x.length, y: y.length, overlaps, under_title,
-            smallest: sizes.length ? Math.min(...sizes) : 0};
-  })"""
 
 
 # ---------------------------------------------------------------- the first screen
@@ -601,12 +542,19 @@ def test_chart_titles_fit_their_figures_in_spanish(
 # ---------------------------------------------------------------- axe in every mode and language
 
 
+# Each mode is an address of its own (the language and presenter switches are links), so one
+# page per path goes through the four in turn: axe is what costs here, not the page.
 @pytest.mark.parametrize("path", ["/", "/heads", "/cost"])
-@pytest.mark.parametrize("view", ["", "present=1", "lang=es", "lang=es&present=1"])
-def test_axe_in_each_mode_and_language(page: Page, path: str, view: str) -> None:
-    page.goto(path + ("?" + view if view else ""))
-    expect(page.locator("figure.hm, .js-plotly-plot").first).to_be_visible()
-    assert axe_violations(page) == []
+def test_axe_in_each_mode_and_language(page: Page, path: str) -> None:
+    found: dict[str, list[str]] = {}
+    for view in ("", "present=1", "lang=es", "lang=es&present=1"):
+        page.goto(path + ("?" + view if view else ""))
+        # /cost's charts wait for plotly.js (4.8 MB, compiled anew after each navigation):
+        # longer than the default 5 s on a busy machine
+        figure = page.locator("figure.hm, .js-plotly-plot").first
+        expect(figure).to_be_visible(timeout=30_000)
+        found[view or "default"] = axe_violations(page)
+    assert {view: v for view, v in found.items() if v} == {}, "axe found violations"
 
 
 def test_the_padding_demo_extends_the_worked_example_in_the_browser(page: Page) -> None:
@@ -641,7 +589,7 @@ def model_matches_the_api(page: Page) -> None:
 
 def test_the_model_selectors_and_sentence_update_live(page: Page) -> None:
     page.goto("/model?" + "text=" + MODEL_SENTENCE.replace(" ", "+") + "&layer=0&head=0")
-    expect(page.locator("[data-figure='fig-grid'] .main-svg").first).to_be_visible(timeout=30_000)
+    expect(page.locator("#fig-grid .hm-panel").first).to_be_visible(timeout=30_000)
     for name, value in (("layer", "3"), ("head", "7"), ("query", "4")):
         page.select_option(f"#{name}", value)
         settled(page, name, value)

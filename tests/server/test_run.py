@@ -99,8 +99,8 @@ def test_sigterm_refuses_new_connections_at_once_and_lets_requests_in_progress_f
     with serve(APP, TWO_WORKERS, tmp_path / "out.log") as server:
         finished: dict[str, float | int] = {}
 
-        def measure() -> None:
-            finished["status"] = ask(server.address, get("/api/cost/measure"))[0]
+        def measure() -> None:  # seconds of work, many more on a loaded machine
+            finished["status"] = ask(server.address, get("/api/cost/measure"), 90)[0]
             finished["at"] = time.monotonic()
 
         in_progress = threading.Thread(target=measure)
@@ -112,7 +112,7 @@ def test_sigterm_refuses_new_connections_at_once_and_lets_requests_in_progress_f
             assert time.monotonic() - signalled < 5
             time.sleep(0.02)
         refused_at = time.monotonic()
-        in_progress.join(timeout=60)
+        in_progress.join(timeout=100)
         assert finished["status"] == 200
         assert finished["at"] > refused_at
         assert server.process.wait(timeout=30) == 0

@@ -1,4 +1,4 @@
-"""Line charts (app/figures/charts.py): plotly's own validation of the figures and of their
+"""Line and bar charts (app/figures/charts.py): plotly's own validation of the figures and of their
 downloads, the HTML legend that stands for plotly's, and the markup the `chart` macro writes."""
 
 import re
@@ -18,13 +18,15 @@ from app.figures.charts import (
     Chart,
     Marker,
     Series,
+    bars,
     byte_ticks,
     log_log_lines,
+    mean_lines,
     plotly_text,
 )
 
 
-def assert_valid_chart(chart: Chart) -> None:
+def assert_valid_chart(chart: Chart, traces_per_entry: int = 1) -> None:
     """The figure plotly.js draws, and the one a download draws, pass plotly's own
     validation (an unknown or misspelt property raises); its data block carries both."""
     go.Figure(chart.figure)
@@ -34,7 +36,7 @@ def assert_valid_chart(chart: Chart) -> None:
     assert block["figure"]["data"] == chart.figure["data"]
     assert block["download"]["file"] == chart.file_name()
     assert not chart.figure["layout"]["showlegend"]  # the page's legend is HTML
-    assert len(chart.legend) == len(chart.figure["data"])
+    assert len(chart.legend) * traces_per_entry == len(chart.figure["data"])
 
 
 def example(**changes: object) -> Chart:
@@ -114,8 +116,70 @@ def test_an_id_is_a_dom_id() -> None:
         example(chart_id="two words")
 
 
-def test_plotly_text_escapes_plotly_markup() -> None:
-    assert plotly_text('<a href="x">&') == '&lt;a href="x"&gt;&amp;'
+@pytest.mark.parametrize(
+    ("typed", "escaped"),
+    [
+        ("cat", "cat"),
+        ("<b>bold</b>", "&lt;b&gt;bold&lt;/b&gt;"),
+        ("a&lt;b", "a&amp;lt;b"),
+        ('<a href="javascript:alert(1)">x</a>', '&lt;a href="javascript:alert(1)"&gt;x&lt;/a&gt;'),
+    ],
+)
+def test_plotly_text_escapes_plotly_markup(typed: str, escaped: str) -> None:
+    assert plotly_text(typed) == escaped
+
+
+def test_mean_lines_draw_each_mean_through_its_members_on_linear_axes() -> None:
+    members = [[[0.1, 0.3], [0.5, 0.7], [0.2, 0.2]], [[0.0, 1.0], [0.25, 0.75], [1.0, 1.0]]]
+    means = [[0.2, 0.6, 0.2], [0.5, 0.5, 1.0]]
+    chart = mean_lines(
+        "fig-means",
+        range(3),
+        [Series("[CLS]", means[0]), Series("<punct>", means[1])],
+        members,
+        title="Mean by layer",
+        y_title="mean",
+        x_title="layer",
+        y_range=(0, 1),
+    )
+    assert_valid_chart(chart, traces_per_entry=2)
+    dots, line, _, escaped = chart.figure["data"]
+    assert dots["mode"] == "markers"
+    assert line["mode"] == "lines+markers"
+    assert dots["x"] == [0, 0, 1, 1, 2, 2]
+    assert dots["y"] == [0.1, 0.3, 0.5, 0.7, 0.2, 0.2]
+    assert line["x"] == [0, 1, 2]
+    assert line["y"] == means[0]
+    assert escaped["name"] == "&lt;punct&gt;"
+    assert [e.name for e in chart.legend] == ["[CLS]", "<punct>"]  # HTML escapes it itself
+    assert dots["marker"]["color"] == line["line"]["color"] == chart.legend[0].colour
+    layout = chart.figure["layout"]
+    assert (layout["xaxis"]["type"], layout["yaxis"]["type"]) == ("linear", "linear")
+    assert layout["yaxis"]["range"] == [0, 1]
+    assert layout["xaxis"]["fixedrange"]
+    assert layout["yaxis"]["fixedrange"]
+    with pytest.raises(ValueError, match="one list of members"):
+        mean_lines("f", range(2), [Series("a", [0, 1])], members, title="", y_title="", x_title="")
+
+
+def test_bars_keep_their_order_escape_labels_and_refuse_repeats() -> None:
+    chart = bars(
+        "fig-bars",
+        ["0: <b>", "1: a&b"],
+        [0.25, 0.75],
+        name="share",
+        title="t",
+        y_title="y",
+        x_title="x",
+    )
+    assert_valid_chart(chart)
+    (trace,) = chart.figure["data"]
+    assert trace["x"] == ["0: &lt;b&gt;", "1: a&amp;b"]
+    assert trace["y"] == [0.25, 0.75]
+    assert chart.figure["layout"]["xaxis"]["type"] == "category"
+    assert chart.legend[0].symbol == "square"
+    with pytest.raises(ValueError, match="every label once"):
+        bars("f", ["a", "a"], [1, 2], name="n", title="t", y_title="y", x_title="x")
 
 
 @pytest.mark.parametrize("lang", ["en", "es"])

@@ -5,6 +5,7 @@ import base64
 import io
 import re
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from markupsafe import Markup
 from PIL import Image
 from plotly.colors import get_colorscale, hex_to_rgb, sample_colorscale, unlabel_rgb
 
-from app.core.i18n import use_locale
+from app.core.i18n import gettext, use_locale
 from app.core.rules import WORKED_TOKENS, WORKED_W_K, WORKED_W_Q, WORKED_W_V, WORKED_X
 from app.figures.heatmap import (
     DIVERGING,
@@ -28,7 +29,7 @@ from app.figures.heatmap import (
     svg_document,
     weights_scale,
 )
-from app.figures.heatmap.layout import TYPES, layout, thinned
+from app.figures.heatmap.layout import TYPES, layout, legend_layout, text_width, thinned
 from app.figures.heatmap.scale import nice_limit, text_colours
 from app.figures.heatmap.svg import section_cells
 from app.math.attention import attend, causal_mask
@@ -516,3 +517,28 @@ def test_a_view_that_mixes_up_shapes_is_told_at_once(changes, message) -> None:
 
 def test_render_returns_markup_for_templates() -> None:
     assert isinstance(render(weights_map()), Markup)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+@pytest.mark.parametrize("types", list(TYPES))
+@pytest.mark.parametrize("limit", [0.5, 1.0, 2.5, 25.0, 2.5e-3])
+@pytest.mark.parametrize("room", [60.0, 170.0, 240.0, 600.0])
+def test_colour_bar_ticks_keep_a_characters_gap_and_fit_their_figure(
+    lang: str, types: tuple[bool, bool], limit: float, room: float
+) -> None:
+    """Neighbouring ticks never nearly touch (walk-through step 7 read "−1 −0.5 0" as one),
+    and the legend keeps to its figure's width where the narrowest plan can (the lab's
+    presenter cut the right end of ÷ √2 and + M's bars)."""
+    type_ = TYPES[types]
+    with use_locale(lang):
+        scale = signed_scale(np.array([limit, -limit]), label=gettext("value"))
+        plan = legend_layout(type_, scale, "hidden (−∞)", room)
+        texts = scale.tick_texts()[:: plan.tick_step]
+    step = plan.bar_width / (len(texts) - 1)
+    for a, b in pairwise(texts):
+        gap = step - (text_width(a, type_.tick) + text_width(b, type_.tick)) / 2
+        assert gap >= text_width("0", type_.tick), (texts, gap)
+    narrowest = legend_layout(type_, scale, "hidden (−∞)", 0.0)
+    if narrowest.width <= room:
+        assert plan.width <= room, (plan, room)
+    assert plan.bar_x >= text_width(texts[0], type_.tick) / 2  # the first tick starts inside

@@ -20,7 +20,8 @@ from fastapi.testclient import TestClient
 
 from app.core.i18n import catalog, format_number, format_size, format_vector, use_locale
 from app.features.walkthrough.page import STEP_NAMES
-from app.web.templating import figure_data, fmt_si
+from app.figures.charts import bars
+from app.web.templating import fmt_si
 
 PAGES = [
     "/",
@@ -212,9 +213,8 @@ def test_vectors_sizes_flops_and_figures_follow_it_too(
         assert format_vector([1, -0.5]) == vector
         assert format_size(804_900_000) == size
         assert fmt_si(8_589_934_592, "FLOP") == flops
-        assert json.loads(figure_data({"data": [], "layout": {}}))["layout"]["separators"] == (
-            separators
-        )
+        chart = bars("c", ["a"], [1.0], name="n", title="t", y_title="y", x_title="x")
+        assert chart.data_block()["figure"]["layout"]["separators"] == separators
 
 
 def test_the_spanish_lab_writes_decimal_commas_but_keeps_machine_values(client) -> None:
@@ -305,7 +305,7 @@ BAD_STATES: list[tuple[str, dict[str, str]]] = [
             {"step": "foo"},
             {"step": "weights", "predict": "1", "guess": "abc"},
             {"step": "weights", "predict": "1", "guess": "7"},
-            {"key": "99"},
+            {"step": "weights", "predict": "1", "key": "99"},  # key applies to the guess
             {"tokens": ""},
             {"positional": "rope", "d_k": "3"},
             {"x": "1,0;1"},
@@ -394,12 +394,13 @@ BAD_STATES: list[tuple[str, dict[str, str]]] = [
 def test_a_spanish_page_says_what_is_wrong_in_spanish(
     client: TestClient, english_fragments: list[str], path: str, query: dict[str, str]
 ) -> None:
-    """Every page in a state it cannot take as it is: the sentence that says so (and the rest
-    of the page) in Spanish, never a 500."""
+    """Every page in a state it cannot take as it is: a sentence that says so (never the
+    default shown in silence), it and the rest of the page in Spanish, never a 500."""
     page = client.get(path, params={**query, "lang": "es"})
     assert page.status_code in (200, 422), page.text[:300]
     assert '<html lang="es">' in page.text
     said = problems_said(page.text)
+    assert said, "a state the page cannot take as it is, shown without a word about it"
     assert english_on(said, english_fragments) == []
     assert [s for s in said if english_words(s)] == []  # a sentence the catalog never saw
     assert english_on(visible_strings(page.text), english_fragments) == []
@@ -521,13 +522,19 @@ USTED = re.compile(
     r"empiece|adivine|dé|prepare|reparta|acórtelo|baraje)(?!\w)",
     re.I,
 )
-# The catalogs of the shell every page shares; the features' catalogs are their owners'.
-ONE_VOICE = ("shared", "classroom", "docs")
+# Every Spanish catalog: the shell's and each feature's (a new feature's catalog joins itself).
+SPANISH = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES"
+ONE_VOICE = sorted(path.stem for path in SPANISH.glob("*.po"))
+
+
+def test_the_voice_check_reads_every_catalog() -> None:
+    assert {"shared", "lab", "walkthrough", "stages", "heads", "cost", "kernel"} <= set(ONE_VOICE)
+    assert {"model", "decoder", "classroom", "docs"} <= set(ONE_VOICE)
 
 
 @pytest.mark.parametrize("domain", ONE_VOICE)
 def test_the_spanish_says_tu_never_usted(domain: str) -> None:
-    path = Path(__file__).parents[2] / "translations" / "es" / "LC_MESSAGES" / f"{domain}.po"
+    path = SPANISH / f"{domain}.po"
     with path.open("rb") as po:
         messages = [m for m in read_po(po) if m.id]
     formal = [

@@ -12,6 +12,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.core.i18n import gettext
 from app.core.limits import (
     HARD_MAX_TOKENS,
     MAX_ALL_WEIGHTS_TOKENS,
@@ -122,8 +123,12 @@ class DecoderRequest(BaseModel):
     @classmethod
     def not_blank(cls, text: Any) -> Any:
         if isinstance(text, str) and not text.strip():
-            kind = "has no words, only spaces" if text else "is empty"
-            raise PydanticCustomError("blank_text", f"text {kind}; type a prompt")
+            message = (
+                gettext("text has no words, only spaces; type a prompt for the model to continue")
+                if text
+                else gettext("text is empty; type a prompt for the model to continue")
+            )
+            raise PydanticCustomError("blank_text", message)
         return text
 
     @model_validator(mode="after")
@@ -131,18 +136,24 @@ class DecoderRequest(BaseModel):
         if self.text is None and self.repeat_random is None:
             raise field_error(
                 "missing",
-                "text is required (the prompt); or give repeat_random for the induction test",
+                gettext(
+                    "text is required (the prompt); or give repeat_random for the induction test"
+                ),
                 "text",
             )
         if self.text is not None and self.repeat_random is not None:
             raise field_error(
                 "text_and_repeat",
-                "repeat_random replaces text with random tokens; give one of them, not both",
+                gettext(
+                    "repeat_random replaces text with random tokens; give one of them, not both"
+                ),
                 "repeat_random",
             )
         if self.query is not None and self.head is None:
             raise field_error(
-                "missing_pair", "query needs head: it is a row of that head's weights", "query"
+                "missing_pair",
+                gettext("query needs head: it is a row of that head's weights"),
+                "query",
             )
         return self
 

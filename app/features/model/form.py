@@ -79,6 +79,20 @@ class ModelForm(PageForm):
             )
         return role
 
+    @field_validator("compare")
+    @classmethod
+    def compare_has_words(cls, compare: str) -> str:
+        if compare and not compare.strip():
+            raise PydanticCustomError(
+                "blank_text",
+                gettext(
+                    "%(field)s has no words, only spaces; type a second sentence to compare, "
+                    "or leave it empty"
+                )
+                % {"field": "compare"},
+            )
+        return compare
+
     @field_validator("lines", mode="before")
     @classmethod
     def earlier_line_links(cls, lines: Any, info: ValidationInfo) -> Any:

@@ -40,6 +40,7 @@ from app.features.model.service import ModelResult, compute_model, still_wanted
 from app.features.model.store import MODEL_SHAPE, load_model, word_pieces
 from app.features.stages.page import HeadStages, Stage, Table, head_stages, matrix_map
 from app.features.stages.results import OneHead
+from app.figures.charts import Chart
 from app.figures.heatmap import HeatmapGroup, signed_scale
 from app.settings import Settings
 from app.web.classroom import url
@@ -137,7 +138,7 @@ class ModelView:
     cards: list[list[RoleCard]] = field(default_factory=list)
     summary: list[RoleSummary] = field(default_factory=list)
     thresholds: str = ""
-    layer_chart: dict[str, Any] = field(default_factory=dict)
+    layer_chart: Chart | None = None
     layer_table: list[LayerMeans] = field(default_factory=list)
     rollout: Rollout | None = None
     lines: LineView | None = None

@@ -7,16 +7,15 @@ Everything here formats what the service computed; no attention arithmetic is do
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from app.core.i18n import N_, format_number, format_numbers, gettext
 from app.features.model.service import ModelResult
+from app.figures.charts import Chart, Series, bars, mean_lines
 from app.figures.heatmap import Heatmap, HeatmapGroup, weights_scale
 from app.math.roles import LABELS, POSITION_THRESHOLD, SPECIAL_THRESHOLD, broad_threshold
 from app.math.similarity import HeadEffect
-from app.web.figures import plotly_text
 
 ROLE_NAMES = {  # API label → what the page calls it
     "previous": N_("previous token"),
@@ -257,55 +256,22 @@ def thresholds_sentence() -> str:
 # ---------------------------------------------------------------- where attention goes
 
 
-def layer_chart(result: ModelResult) -> dict[str, Any]:
+def layer_chart(result: ModelResult) -> Chart:
     """Mean attention to [CLS], [SEP] and punctuation by layer (Clark et al., Figure 2):
     a line through each layer's mean over heads, and a dot per head."""
-    layers = list(range(result.model.layers))
-    series = (
-        (result.attention_to.cls, "[CLS]", "#1f77b4"),
-        (result.attention_to.sep, "[SEP]", "#d62728"),
-        (result.attention_to.punctuation, plotly_text(gettext("punctuation")), "#2ca02c"),
+    to = result.attention_to
+    heads = [np.asarray(v) for v in (to.cls, to.sep, to.punctuation)]  # (layers, heads) each
+    names = ("[CLS]", "[SEP]", gettext("punctuation"))
+    return mean_lines(
+        "fig-by-layer",
+        range(result.model.layers),
+        [Series(name, h.mean(axis=1)) for name, h in zip(names, heads, strict=True)],
+        [h.tolist() for h in heads],
+        title=gettext("Mean attention to [CLS], [SEP] and punctuation in each layer"),
+        y_title=gettext("mean attention"),
+        x_title=gettext("layer"),
+        y_range=(0, 1),
     )
-    data: list[dict[str, Any]] = []
-    for values, name, colour in series:
-        heads = np.asarray(values)
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "x": np.repeat(layers, heads.shape[1]).tolist(),
-                "y": np.round(heads.ravel(), 4),
-                "name": name,
-                "legendgroup": name,
-                "showlegend": False,
-                "marker": {"color": colour, "opacity": 0.35, "size": 6},
-                "hovertemplate": name + ": %{y:.2f}<extra></extra>",
-            }
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "x": layers,
-                "y": np.round(heads.mean(axis=1), 4),
-                "name": name,
-                "legendgroup": name,
-                "line": {"color": colour, "width": 3},
-            }
-        )
-    return {
-        "data": data,
-        "layout": {
-            "xaxis": {"title": {"text": plotly_text(gettext("layer"))}, "dtick": 1},
-            "yaxis": {
-                "title": {"text": plotly_text(gettext("mean attention"))},
-                "range": [0, 1],
-            },
-            "margin": {"l": 60, "r": 10, "t": 20, "b": 50},
-            "height": 320,
-            "legend": {"orientation": "h", "y": 1.12},
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -342,7 +308,7 @@ class Rollout:
     embedding (a bar chart and a table, largest first)."""
 
     map: Heatmap
-    share_fig: dict[str, Any]
+    share_chart: Chart
     shares: list[Share]
 
 
@@ -361,23 +327,15 @@ def rollout_view(result: ModelResult) -> Rollout:
             row_title=gettext("piece at the top"),
             col_title=gettext("input piece"),
         ),
-        share_fig={
-            "data": [
-                {
-                    "type": "bar",
-                    "x": [plotly_text(f"{i}: {t}") for i, t in enumerate(tokens)],
-                    "y": np.round(share, 4),
-                    "marker": {"color": "#6a51a3"},
-                    "hovertemplate": "%{x}: %{y:.3f}<extra></extra>",
-                }
-            ],
-            "layout": {
-                "xaxis": {"type": "category", "tickangle": -60},
-                "yaxis": {"title": {"text": plotly_text(gettext("share"))}},
-                "margin": {"l": 60, "r": 10, "t": 10, "b": 90},
-                "height": 300,
-            },
-        },
+        share_chart=bars(
+            "fig-share",
+            [f"{i}: {t}" for i, t in enumerate(tokens)],  # numbered: a token can repeat
+            share,
+            name=gettext("share"),
+            title=gettext("Each input piece's estimated share in the sentence embedding"),
+            y_title=gettext("share"),
+            x_title=gettext("input piece"),
+        ),
         shares=[Share(int(i), tokens[i], float(share[i])) for i in order],
     )
 

@@ -113,9 +113,11 @@ class Swatch:
 @dataclass(frozen=True)
 class Legend:
     """The colour bar line: its name, the bar, then the hidden look (on a second line when
-    the first has no room). x and y are offsets from the legend's top left. A categorical
-    scale has `swatches` instead of a bar: its name, then each state's colour and name (the
-    hidden look, if any, last)."""
+    the first has no room). x and y are offsets from the legend's top left. Where the name and
+    the bar do not fit side by side, the name has a line of its own above (`bar_y` > 0), and
+    where the five ticks still do not fit, only both ends and the middle are written
+    (`tick_step` 2). A categorical scale has `swatches` instead of a bar: its name, then each
+    state's colour and name (the hidden look, if any, last)."""
 
     label_width: float
     bar_x: float
@@ -125,24 +127,51 @@ class Legend:
     width: float
     height: float
     swatches: tuple[Swatch, ...] = ()
+    bar_y: float = 0.0  # the bar line's top: below the name when the name is on a line alone
+    tick_step: int = 1  # every tick (1), or every other one (2: both ends and the middle)
+
+
+def tick_gap(size: float) -> float:
+    """The least space between two neighbouring tick texts: a character's width."""
+    return text_width("0", size)
 
 
 def legend_layout(type_: Type, scale: Scale, hidden: str | None, room: float) -> Legend:
     """The legend's parts for `scale` (its name and tick texts, or its states), and the
-    hidden look's sentence `hidden` (None: nothing hidden), within `room` px if it can."""
+    hidden look's sentence `hidden` (None: nothing hidden), within `room` px if it can: the
+    name beside the bar, else above it, else above it with fewer ticks."""
     if scale.categorical:
         return swatch_layout(type_, scale, hidden, room)
-    ticks = scale.tick_texts()
-    tick = type_.tick
     label_width = text_width(scale.label, type_.title) + 8
+    for above, step in ((False, 1), (True, 1), (True, 2)):
+        plan = _bar_legend(type_, scale, hidden, room, label_width, above, step)
+        if plan.width <= room:
+            return plan
+    return plan  # the narrowest there is: a picture narrower than its legend grows to hold it
+
+
+def _bar_legend(
+    type_: Type,
+    scale: Scale,
+    hidden: str | None,
+    room: float,
+    label_width: float,
+    above: bool,
+    step: int,
+) -> Legend:
+    tick = type_.tick
+    ticks = scale.tick_texts()[::step]
     half_first = text_width(ticks[0], tick) / 2
-    bar_x = max(label_width, half_first + 2)
-    # never so short that neighbouring ticks run into each other (a narrow matrix's legend)
-    spaced = (len(ticks) - 1) * (max(text_width(t, tick) for t in ticks) + tick / 2)
-    bar_width = max(min(max(room - bar_x - 2 * tick, 8 * tick), 16 * tick + 60), spaced)
+    half_last = text_width(ticks[-1], tick) / 2
+    bar_x = half_first + 2 if above else max(label_width, half_first + 2)
+    # never so short that neighbouring ticks run into each other: a character between them
+    widest = max(text_width(t, tick) for t in ticks)
+    spaced = (len(ticks) - 1) * (widest + tick_gap(tick))
+    bar_width = max(min(room - bar_x - half_last - 3, 16 * tick + 60), spaced)  # 3: ceil
+    bar_y = type_.title * 1.3 if above else 0.0
     line = type_.bar + 3 + tick * 1.3
-    after_bar = bar_x + bar_width + text_width(ticks[-1], tick) / 2 + tick
-    width, height = after_bar, line
+    after_bar = bar_x + bar_width + half_last + tick
+    width, height = max(after_bar - tick + 2, label_width if above else 0.0), bar_y + line
     hidden_x = hidden_y = 0.0
     if hidden is not None:
         hidden_width = tick + 4 + text_width(hidden, tick)
@@ -152,9 +181,17 @@ def legend_layout(type_: Type, scale: Scale, hidden: str | None, room: float) ->
         else:
             hidden_y = line + 2
             width = max(width, hidden_width)
-            height = hidden_y + tick * 1.3
+            height = bar_y + hidden_y + tick * 1.3
     return Legend(
-        label_width, bar_x, bar_width, hidden_x, hidden_y, math.ceil(width + 2), math.ceil(height)
+        label_width,
+        bar_x,
+        bar_width,
+        hidden_x,
+        hidden_y,
+        math.ceil(width),
+        math.ceil(height),
+        bar_y=bar_y,
+        tick_step=step,
     )
 
 

@@ -260,9 +260,11 @@ def _legend(
     bar = type_.bar
     out = [
         f'<g class="hm-legend-parts" fill="currentColor" font-size="{_n(type_.tick)}">'
-        f'<text x="0" y="{_n(bar / 2)}" dy=".35em" font-size="{_n(type_.title)}">'
-        f"{escape(scale.label)}</text>"
+        f'<text x="0" y="{_n(bar / 2 if not plan.bar_y else plan.bar_y / 2)}" dy=".35em"'
+        f' font-size="{_n(type_.title)}">{escape(scale.label)}</text>'
     ]
+    if plan.bar_y:  # the name on a line of its own, the bar and what follows it below
+        out.append(f'<g transform="translate(0 {_n(plan.bar_y)})">')
     if scale.categorical:  # the hidden look, if any, is one more state
         colours = [colour for colour, _ in scale.states] + [HIDDEN_COLOUR] * (hidden is not None)
         out += [_swatch(c, s, type_) for c, s in zip(colours, plan.swatches, strict=True)]
@@ -278,7 +280,7 @@ def _legend(
             f'<text x="{_n(plan.hidden_x + size + 4)}" y="{_n(y)}" dy=".35em">'
             f"{escape(hidden)}</text>"
         )
-    out.append("</g>")
+    out.append("</g></g>" if plan.bar_y else "</g>")
     return "".join(out), plan.width, plan.height
 
 
@@ -299,7 +301,8 @@ def _bar(figure_id: str, scale: Scale, type_: Type, plan: Legend) -> str:
         f' height="{_n(bar)}" fill="url(#{figure_id}-bar)"/>'
     ]
     span = scale.high - scale.low
-    for value, text in zip(scale.ticks(), scale.tick_texts(), strict=True):
+    ticks = zip(scale.ticks(), scale.tick_texts(), strict=True)
+    for value, text in list(ticks)[:: plan.tick_step]:
         x = _n(plan.bar_x + plan.bar_width * (value - scale.low) / span)
         out.append(
             f'<path d="M{x} {_n(bar)}v3" stroke="currentColor"/>'

@@ -171,6 +171,25 @@ def test_bad_input_is_a_422_sentence_at_its_field(
     assert words in error["msg"]
 
 
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({}, "text es obligatorio"),
+        ({"text": ""}, "text está vacío; escribe un prompt"),
+        ({"text": "   "}, "text no tiene palabras, solo espacios"),
+        ({"text": "a", "repeat_random": {"length": 8}}, "da uno de los dos, no ambos"),
+        ({"text": "a", "query": 0}, "query necesita head"),
+    ],
+)
+def test_the_requests_own_checks_answer_in_spanish(
+    client: TestClient, body: dict, words: str
+) -> None:
+    response = client.post("/api/decoder", json=body, headers={"Accept-Language": "es"})
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert words in error["msg"]
+
+
 def test_a_missing_model_file_is_a_503_saying_how_to_install_it(
     make_client: Callable[..., TestClient], tmp_path: Path
 ) -> None:

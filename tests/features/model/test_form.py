@@ -39,6 +39,7 @@ STRICT = [
     ("head=-1", "head", "head is -1 but must be at least 0"),
     ("role=subject", "role", "role “subject” is not one of previous, next, self, cls, sep, broad"),
     ("hide_special=maybe", "hide_special", "hide_special must be true or false"),
+    ("compare=%20%20", "compare", "compare has no words, only spaces; type a second sentence"),
 ]
 
 
@@ -60,6 +61,7 @@ def test_numbers_and_heads_follow_one_strict_rule(query: str, field: str, says: 
         ("layer=%C2%B2", "layer debe ser un número entero"),
         ("lines=6.0", "6.0 no es una cabeza del modelo"),
         ("role=subject", "role «subject» no es ninguno de"),
+        ("compare=%20%20", "compare no tiene palabras, solo espacios"),
     ],
 )
 def test_the_problems_are_said_in_spanish(query: str, says: str) -> None:
@@ -88,7 +90,7 @@ def test_a_long_sentence_is_cut_and_said() -> None:
 
 def test_the_state_carries_only_what_applies_each_head_once_in_order() -> None:
     query = (
-        "text=hi&layer=2&head=3&query=1&hide_special=on&off=3.5&off=0.2&off=3.5&compare=+"
+        "text=hi&layer=2&head=3&query=1&hide_special=on&off=3.5&off=0.2&off=3.5&compare="
         "&role=broad&lines=4.7&lines=0.2&start=0&open=1.1"
     )
     form, problems, _ = ModelForm.read(QueryParams(query))
@@ -104,7 +106,7 @@ def test_the_state_carries_only_what_applies_each_head_once_in_order() -> None:
         ("role", "broad"),
         ("lines", "0.2"),
         ("lines", "4.7"),
-    ]  # fmt: skip  (a blank second sentence, start 0 and the one-off button are left out)
+    ]  # fmt: skip  (an empty second sentence, start 0 and the one-off button are left out)
     opened = form.opened()
     assert (opened.layer, opened.head, opened.open) == (1, 1, None)
     assert ("open", "1.1") not in opened.state()

@@ -163,6 +163,7 @@ def test_special_tokens_can_be_hidden(client: TestClient) -> None:
         ("lines=%C2%B2.0", "lines[0]: “².0” is not a head"),
         ("query=%C2%B2", 'query must be a whole number such as 2, not "²"'),
         ("start=" + "1" * 4400, "start must be a whole number such as 2"),
+        ("compare=%20%20", "compare has no words, only spaces; type a second sentence"),
     ],
 )
 def test_unusable_numbers_are_a_422_that_still_shows_the_model(
@@ -298,7 +299,7 @@ def test_the_role_filter_keeps_only_the_labelled_heads(client: TestClient) -> No
 def test_the_layer_chart_and_rollout_show_the_apis_numbers(client: TestClient) -> None:
     html = client.get("/model", params={"text": CAT}).text
     api = client.post("/api/model", json={"text": CAT}).json()
-    chart = figure_data(html, "fig-by-layer")
+    chart = figure_data(html, "fig-by-layer")["figure"]
     means = [t for t in chart["data"] if t["mode"] == "lines+markers"]
     assert [t["name"] for t in means] == ["[CLS]", "[SEP]", "punctuation"]
     np.testing.assert_allclose(
@@ -310,8 +311,12 @@ def test_the_layer_chart_and_rollout_show_the_apis_numbers(client: TestClient) -
     np.testing.assert_allclose(
         np.array(numbers, dtype=float).reshape(n, n), api["rollout"], atol=5e-4
     )
-    share = figure_data(html, "fig-share")
+    share = figure_data(html, "fig-share")["figure"]
     np.testing.assert_allclose(share["data"][0]["y"], api["input_share"], atol=1e-4)
+    for fig in ("fig-by-layer", "fig-share"):  # placed by the chart macro: title, legend, downloads
+        placed = section(html, f"{fig}-chart", "</figure>")
+        assert 'class="chart-legend"' in placed
+        assert placed.count("data-chart-download") == 2
     assert "rough estimate, not a measurement" in unescape(html)
 
 

@@ -205,3 +205,23 @@ def test_the_table_says_when_its_printed_parts_do_not_add_up() -> None:
     assert parts == ["-0.461", "-0.270", "-0.149"]
     assert f"{view.query.output[0]:.3f}" == "-0.879"
     assert view.rounded_parts
+
+
+@pytest.mark.parametrize(
+    ("lang", "labels"),
+    [
+        ("en", {"scores": "score", "weights": "weight", "weighted": "value", "output": "value"}),
+        ("es", {"scores": "puntuación", "weights": "peso", "weighted": "valor", "output": "valor"}),
+    ],
+)
+def test_each_colour_bar_names_what_its_stage_holds(lang: str, labels: dict[str, str]) -> None:
+    """weight × V and the output are values, not scores: the walk-through's steps 7 and 8
+    once said "score" under them."""
+    with use_locale(lang):
+        view = head_stages(compute_attention(AttentionRequest(), SETTINGS).head())
+        names = {name: stage(view, name).map.scale.label for name in view_names(view)}
+    assert names == {**labels, "scaled": labels["scores"], "masked": labels["scores"]}
+
+
+def view_names(view: HeadStages) -> list[str]:
+    return [s.name for s in view.stages]

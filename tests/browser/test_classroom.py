@@ -216,7 +216,13 @@ def test_builtin_lesson_link_restores_its_state(page: Page) -> None:
 
 def test_a_lesson_link_keeps_live_edits(page: Page) -> None:
     page.goto("/?present=1")
-    page.locator("#tokens").fill("a b c d")
+    # Presenter mode tucks the controls away; the teacher opens them (the side panel).
+    page.locator("[data-controls-toggle]").click()
+    expect(page.locator("body")).to_have_class(re.compile(r"controls-open"))
+    field = page.locator("#tokens")
+    field.click()
+    field.press("ControlOrMeta+a")
+    field.press_sequentially("a b c d")
     expect(page).to_have_url(re.compile(r"tokens=a\+b\+c\+d.*present=1"))  # live update
     page.locator(".lesson-maker summary").click()
     page.fill("#lesson-title", "Four tokens")

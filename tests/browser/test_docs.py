@@ -9,7 +9,10 @@ def test_docs_show_the_worked_example_without_another_host(page: Page) -> None:
     page.goto("/docs")
     expect(page.locator(".lede")).to_contain_text("same numbers back as JSON")  # our words
     operation = page.locator("#operations-api-attention_api_attention_post")
-    expect(operation).to_be_visible()
+    # Swagger UI draws the operations only once its 1.4 MB bundle has run and the app's
+    # 100 KB OpenAPI document (built on its first request) has loaded: on a busy machine, 5 s
+    # is not always enough.
+    expect(operation).to_be_visible(timeout=30_000)
     expect(page.locator(".swagger-ui .information-container")).to_be_hidden()  # its English
     operation.locator(".opblock-summary").click()
     example = operation.locator(".body-param__example, .highlight-code").first

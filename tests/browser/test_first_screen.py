@@ -18,7 +18,9 @@ MAIN_PICTURE = {
     "/heads": "heads-0",  # the first panel of every head (the chosen one)
     "/cost": "fig-cost-scores",
     "/kernel": "fig-tiled-progress",
-    "/model": "fig-grid",
+    # The grid is a group of panels at their natural size that wraps; its first panel is the
+    # chosen head's, outlined, as on /heads.
+    "/model": "grid-0-0",
     "/walkthrough": "walk-x",
 }
 # The page's width and header, as drawn.
@@ -29,11 +31,18 @@ PAGE = """() => ({scrollY: scrollY, width: document.documentElement.scrollWidth,
 def measure(page: Page, path: str, figure: str) -> dict[str, Any]:
     """The main picture's cells and the first cells on the page (page coordinates)."""
     page.goto(path)
+    opened = page.evaluate("scrollY")  # where the page opens, before we bring a chart near
+    # A plotly chart is drawn once it comes near the screen (static/js/figures.js): below a
+    # phone's fold it waits to be scrolled to, as a reader would; then back to the top.
+    chart = page.locator(f"[data-figure='{figure}']")
+    if chart.count():
+        chart.first.scroll_into_view_if_needed()
     wait_for_figure(page, figure)
+    page.evaluate("(y) => scrollTo(0, y)", opened)
     drawn = cells(page)
     main = next(b for b in drawn if b["id"] == figure)
     first = min(drawn, key=lambda b: b["top"])
-    return {**page.evaluate(PAGE), "main": main, "first": first}
+    return {**page.evaluate(PAGE), "scrollY": opened, "main": main, "first": first}
 
 
 def visit(open_page: Callable[..., Page], size: tuple[int, int], query: str = ""):

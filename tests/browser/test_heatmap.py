@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from app.core.i18n import use_locale
 from app.features.stages.page import HeadTexts, dot_hover
 from app.features.stages.results import OneHead, StageFields
-from app.figures.heatmap import Heatmap, HeatmapGroup, render, svg_document
+from app.figures.heatmap import Heatmap, HeatmapGroup, Tips, render, svg_document
 from app.web.security import content_security_policy
 from app.web.static import PREFIX
 from tests.browser.conftest import axe_violations
@@ -27,13 +27,13 @@ from tests.web.test_heatmap import SVG, TOKENS, heads, square, weights_map, work
 PATH = "/heatmap-test"
 
 
-def dots() -> list[list[str]]:
-    """The hover sentences of the worked example's Q·Kᵀ, as the stage strip writes them."""
+def dots() -> Tips:
+    """The hover arithmetic of the worked example's Q·Kᵀ, as the stage strip writes it."""
     stages = worked_stages()
     result = OneHead(
         **StageFields.values_of(stages), tokens=TOKENS, x=stages.q, d_k=2, scale_factor=1.0
     )
-    return dot_hover(HeadTexts(result), TOKENS)
+    return dot_hover(HeadTexts(result))
 
 
 def scores_map(selected_row: int = 1) -> Heatmap:
@@ -84,7 +84,7 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
     expect(tip).to_be_hidden()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('figure').id") == "fig-scores"
-    sentences = dots()
+    sentences = scores_map().tips
     expect(tip).to_have_text(sentences[1][0])  # the selected query first: "q_cat · k_The = …"
     assert sentences[1][0] == "q_cat · k_The = 0×0.5 + 1×1 = 1.000"
     steps = [
@@ -108,7 +108,8 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
 
 def test_hover_reads_a_cell_and_still_works_after_a_live_swap(heatmap_page) -> None:
     page = heatmap_page()
-    sentences = dots()
+    sentences = scores_map().tips
+    assert sentences[0][1] == "q_The · k_cat = 1×1 + 0.5×0 = 1.000"  # filled in by the script
     tip = page.locator("#fig-scores .hm-tip")
     top_cell = page.locator("#fig-scores .hm-cells > rect").nth(1)
     top_cell.hover()
@@ -155,7 +156,8 @@ def test_downloads_are_the_standalone_svg_and_a_png_named_after_the_title(heatma
     left, top, width, height = map(float, expected.get("viewBox").split())
     assert image.size == (round(width * 2), round(height * 2))
     colours = figure.rgb
-    for k, rect in enumerate(r for r in saved.iter(f"{SVG}rect") if r.get("data-tip")):
+    drawn = next(g for g in saved.iter(f"{SVG}g") if g.get("class") == "hm-cells")
+    for k, rect in enumerate(drawn):
         x = (float(rect.get("x")) + 4 - left) * 2  # inside the cell, clear of its number
         y = (float(rect.get("y")) + 4 - top) * 2
         pixel = image.getpixel((round(x), round(y)))

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.figures.heatmap import HIDDEN_COLOUR, weights_scale
+from tests.heatmap_tips import tip_texts
 
 
 def table_numbers(html: str, table_id: str) -> list[list[float]]:
@@ -56,9 +57,10 @@ def test_every_heads_panel_draws_the_apis_weights(client: TestClient) -> None:
     shown = panels(html)
     assert list(shown) == ["heads-0", "heads-1", "heads-2", "heads-3"]
     scale = weights_scale()
-    for i, markup in enumerate(shown.values()):
-        tips = re.findall(r'data-tip="[^"]*: ([^"]*)"', markup)
-        fills = re.findall(r'<rect[^>]* fill="(#[0-9a-f]{6})" data-tip', markup)
+    for i, (panel, markup) in enumerate(shown.items()):
+        tips = [text.rsplit(": ", 1)[1] for row in tip_texts(html, panel) for text in row]
+        drawn = re.search(r'<g class="hm-cells"[^>]*>(.*?)</g>', markup).group(1)
+        fills = re.findall(r'<rect[^>]* fill="(#[0-9a-f]{6})"', drawn)
         weights = np.array(body["heads"][i]["weights"])
         allowed = np.array(body["heads"][i]["allowed"])
         np.testing.assert_allclose(np.array(tips, dtype=float).reshape(4, 4), weights, atol=5e-4)

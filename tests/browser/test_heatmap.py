@@ -229,3 +229,41 @@ def test_without_javascript_every_heatmap_and_legend_is_there(browser: Browser, 
         expect(page.locator("#heads .hm-legend-svg")).to_be_visible()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "weight", "masked", "output"),
+    [
+        (
+            "en",
+            "cat → The: e^0.707 / (e^0.707 + e^0.000) = 0.670",
+            "cat → sleeps: 0.707 + (−∞) = −∞ (hidden by the mask)",
+            "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835",
+        ),
+        (
+            "es",
+            "cat → The: e^0,707 / (e^0,707 + e^0,000) = 0,670",
+            "cat → sleeps: 0,707 + (−∞) = −∞ (oculta por la máscara)",
+            "out_cat[0] = 0,67×1 + 0,33×0,5 + 0×1,5 = 0,835",
+        ),
+    ],
+)
+def test_the_labs_hover_reads_the_worked_examples_arithmetic(
+    page: Page, lang: str, weight: str, masked: str, output: str
+) -> None:
+    """The lab on "The cat sleeps": the script fills each cell's sentence from the figure's
+    templates and operands, in the page's language, on hover and on keyboard focus."""
+    page.goto(f"/?lang={lang}")
+    for figure, (i, j), expected in (
+        ("fig-weights", (1, 0), weight),
+        ("fig-masked", (1, 2), masked),
+        ("fig-output", (1, 0), output),
+    ):
+        cols = page.locator(f"#{figure} .hm-cols text").count()
+        cell = page.locator(f"#{figure} .hm-cells > rect").nth(i * cols + j)
+        cell.scroll_into_view_if_needed()
+        cell.hover()
+        expect(page.locator(f"#{figure} .hm-tip")).to_have_text(expected)
+    page.locator("#fig-weights svg").focus()  # the keyboard starts on the selected query
+    page.keyboard.press("Home")
+    expect(page.locator("#fig-weights .hm-tip")).to_have_text(weight)

@@ -34,9 +34,12 @@ MAX_TERMS = 8
 
 
 def short_text(text: str) -> str:
-    """A table number (three decimals) as a factor in a hover sum: 0.5, 1, (−0.34): no
-    trailing zeros, negatives in parentheses so that "×" and "+" read unambiguously."""
-    text = text.rstrip("0").rstrip(".") if "." in text else text
+    """A table number (three decimals) as a factor in a hover sum: 0.5, 1, (−0.34), and 0,5
+    in Spanish: no trailing zeros, negatives in parentheses so that "×" and "+" read
+    unambiguously."""
+    mark = text[-4:-3]  # three decimals: the decimal mark, "." or the reader's ","
+    if mark in (".", ","):
+        text = text.rstrip("0").rstrip(mark)
     return f"({text})" if text.startswith("−") else text
 
 

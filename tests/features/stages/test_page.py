@@ -104,9 +104,21 @@ def test_markup_in_labels_is_text() -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in markup
 
 
-@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
-def test_short_factors(value: float, text: str) -> None:
-    assert shorts(format_rows([[value]])) == [[text]]
+@pytest.mark.parametrize(
+    ("lang", "value", "text"),
+    [
+        ("en", 0.5, "0.5"),
+        ("en", 1.0, "1"),
+        ("en", -0.34, "(−0.34)"),
+        ("en", 1000.0, "1,000"),
+        ("es", 0.5, "0,5"),
+        ("es", 1.0, "1"),
+        ("es", -0.34, "(−0,34)"),
+    ],
+)
+def test_short_factors(lang: str, value: float, text: str) -> None:
+    with use_locale(lang):
+        assert shorts(format_rows([[value]])) == [[text]]
 
 
 def test_csv_rows_count_every_cell() -> None:

@@ -7,6 +7,7 @@ each route shows one thing the protocol does to what reaches an app.
                             one at a time in the order they came, each saying its turn
                             (1 … k) in X-Made
     POST /echo              how many bytes of body arrived, in how many messages
+    GET  /wait              answers once a static file (/static/…) has been asked for
     GET  /readyz            {"status": "ready"}, as the app's own
     anything else           {"path": …}
 """
@@ -39,6 +40,7 @@ class Group:
 
 
 groups: dict[int, Group] = {}  # the group still gathering, by size
+static_asked = asyncio.Event()
 
 
 async def gathered(size: int) -> Group:
@@ -76,6 +78,10 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     elif path == "/bytes":
         await asyncio.sleep(number(scope, "after", 0))
         body = b"x" * int(number(scope, "size"))
+    elif path == "/wait":
+        static_asked.clear()
+        await static_asked.wait()
+        body = b'{"waited": true}'
     elif path == "/echo":
         received, messages, more = 0, 0, True
         while more:
@@ -87,5 +93,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     elif path == "/readyz":
         body = b'{"status": "ready"}'
     else:
+        if path.startswith("/static/"):
+            static_asked.set()
         body = orjson.dumps({"path": path})
     await send_json(send, body)

@@ -310,6 +310,7 @@ def test_requests_beyond_the_limit_get_503_and_health_checks_still_answer(quick:
             b"1",
         )
         assert ask(quick.address, get("/healthz"))[0] == 200
+        assert ask(quick.address, get("/static/js/lab.js"))[0] == 200  # never busy
     finally:
         for thread in sleepers:
             thread.join()
@@ -337,6 +338,23 @@ def test_requests_beyond_the_compute_slots_wait_their_turn(patient: Server) -> N
         thread.join()
     assert max(finished) >= 0.95  # one after the other: twice half a second
     assert ask(patient.address, get("/readyz"))[0] == 200
+
+
+def test_static_files_are_served_while_every_compute_slot_is_taken(patient: Server) -> None:
+    """The one slot is held by a request that ends only once a static file has reached the
+    app: the file is served, then the holder."""
+    holder: list[int] = []
+    thread = threading.Thread(target=lambda: holder.append(ask(patient.address, get("/wait"))[0]))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while ask(patient.address, get("/readyz"))[0] != 503:  # the holder has the slot
+            assert time.monotonic() < deadline, "the holder never took the slot"
+            time.sleep(0.05)
+        assert ask(patient.address, get("/static/vendor/plotly.min.js"))[0] == 200
+    finally:
+        thread.join()
+    assert holder == [200]
 
 
 def test_beyond_the_connection_cap_the_longest_waiting_connections_are_closed(

@@ -16,7 +16,8 @@ has waited longest without being served (idle, or its request still arriving).
 
 Serving. A whole request becomes a task, which waits its turn for one of `compute_slots`
 (answers are made by that many requests at once, which bounds the memory they take) before
-the app sees it; beyond `max_concurrent_requests` of them a new one gets 503 busy. Static
+the app sees it (or, if its client left meanwhile, is logged 499 and never computed);
+beyond `max_concurrent_requests` of them a new one gets 503 busy. Static
 files (/static/…) and /healthz reach the app at once, never refused busy: a file is
 written in blocks, the next waiting while the client lags (uvicorn's flow control), so it
 holds little memory and no compute. /readyz gets 503 {"status": "busy"} here while every slot is
@@ -317,12 +318,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
                 app = self.refusals.busy({"status": "busy"})
         elif path != HEALTHZ and not path.startswith(STATIC_PREFIX):
             room = not full and self.shared.room(shed=True)
-            app = self.counted(app) if room else self.refusals.busy()
+            app = self.counted(app, cycle) if room else self.refusals.busy()
         super()._start_asgi_task(cycle, app)
 
-    def counted(self, app: ASGIApp) -> ASGIApp:
-        """`app` in one of the compute slots, with what it writes counted."""
+    def counted(self, app: ASGIApp, cycle: RequestResponseCycle) -> ASGIApp:
+        """`app` in one of the compute slots, with what it writes counted; not run at all if
+        the client left while the request waited for its slot (a superseded live edit)."""
         self.shared.computing += 1
+        admitted = time.perf_counter()
 
         async def counting(scope: Scope, receive: Receive, send: Send) -> None:
             async def send_counted(message: Message) -> None:
@@ -331,6 +334,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
             try:
                 async with self.shared.slots:
+                    if cycle.disconnected:
+                        self.refusals.log_left(scope, admitted)
+                        return
                     await app(scope, receive, send_counted)
             finally:
                 self.shared.computing -= 1

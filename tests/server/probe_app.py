@@ -9,6 +9,7 @@ each route shows one thing the protocol does to what reaches an app.
     POST /echo              how many bytes of body arrived, in how many messages
     GET  /wait              answers once a static file (/static/…) has been asked for
     GET  /readyz            {"status": "ready"}, as the app's own
+    GET  /static/…          {"path": …, "seen": the paths of every request the app has seen}
     anything else           {"path": …}
 """
 
@@ -41,6 +42,7 @@ class Group:
 
 groups: dict[int, Group] = {}  # the group still gathering, by size
 static_asked = asyncio.Event()
+seen: list[str] = []
 
 
 async def gathered(size: int) -> Group:
@@ -64,6 +66,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] != "http":
         return
     path = scope["path"]
+    seen.append(path)
     body: bytes
     if path == "/sleep":
         await asyncio.sleep(number(scope, "seconds"))
@@ -92,8 +95,9 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         body = orjson.dumps({"received": received, "messages": messages})
     elif path == "/readyz":
         body = b'{"status": "ready"}'
+    elif path.startswith("/static/"):
+        static_asked.set()
+        body = orjson.dumps({"path": path, "seen": seen})
     else:
-        if path.startswith("/static/"):
-            static_asked.set()
         body = orjson.dumps({"path": path})
     await send_json(send, body)

@@ -357,6 +357,27 @@ def test_static_files_are_served_while_every_compute_slot_is_taken(patient: Serv
     assert holder == [200]
 
 
+def test_a_request_whose_client_left_while_it_waited_is_never_computed(patient: Server) -> None:
+    """While the one slot is held, a client asks and leaves; once the slot is free, its
+    request is logged 499 and never reaches the app."""
+    holder = threading.Thread(target=ask, args=(patient.address, get("/wait")))
+    holder.start()
+    try:
+        while ask(patient.address, get("/readyz"))[0] != 503:  # the holder has the slot
+            time.sleep(0.05)
+        with connect(patient.address) as s:
+            s.sendall(get("/left-early", "X-Request-ID: left-early-in-line"))
+        # Asked after it left, on another connection: the server has read the leaving.
+        assert ask(patient.address, get("/healthz"))[0] == 200
+        status, _, body = ask(patient.address, get("/static/seen"))  # frees the slot
+        assert status == 200
+    finally:
+        holder.join()
+    assert patient.line_of("left-early-in-line")["status"] == 499
+    status, _, body = ask(patient.address, get("/static/seen"))
+    assert "/left-early" not in orjson.loads(body)["seen"]
+
+
 def test_beyond_the_connection_cap_the_longest_waiting_connections_are_closed(
     quick: Server,
 ) -> None:

@@ -34,7 +34,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from server import Server, cpu_seconds
+from server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 POST_EMPTY = """wrk.method = "POST"
@@ -189,9 +189,9 @@ def main() -> None:
                 if app == "bare" and method == "POST" and bare_post is not None:
                     results[(app, name)] = bare_post
                     continue
-                before = cpu_seconds(server.process.pid)
+                before = server.cpu_seconds()
                 result = wrk(server.url + path, lua, args.connections, args.seconds, args.threads)
-                used = cpu_seconds(server.process.pid) - before
+                used = server.cpu_seconds() - before
                 result.cpu_us = used / max(result.requests, 1) * 1e6
                 results[(app, name)] = result
                 if app == "bare" and method == "POST":

@@ -65,7 +65,7 @@ DEFAULT_WINDOW = 2
 # The longest text worth reading: the most tokens a server may take, each at its longest.
 TOKENS_MAX_CHARS = HARD_MAX_TOKENS * (MAX_TOKEN_CHARS + 1)
 
-Matrix = list[list[float]]
+GridRows = list[list[float]]  # the numbers of one grid field, row by row, as typed
 
 
 def text_limits(settings: Settings) -> dict[str, int]:
@@ -97,7 +97,7 @@ def number(text: str, where: str) -> float:
     )
 
 
-def grid(values: Any, info: ValidationInfo) -> Matrix:
+def grid(values: Any, info: ValidationInfo) -> GridRows:
     """ "1,0;0,1" → [[1, 0], [0, 1]]; one value per cell (a form without JavaScript) → one
     row of all the cells in order, which `fitted` splits into rows of the matrix's width.
     Nothing but empty values: not given."""
@@ -196,7 +196,7 @@ def one_of(choices: tuple[str, ...], sentence: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-Grid = Annotated[Matrix, BeforeValidator(grid)]
+Grid = Annotated[GridRows, BeforeValidator(grid)]
 
 
 class LabForm(PageForm):
@@ -275,7 +275,7 @@ class LabForm(PageForm):
         d_k = self.d_k or next((len(w[0]) for w in (self.w_q, self.w_k) if w), d_model)
         d_v = self.d_v or (len(self.w_v[0]) if self.w_v else d_model)
         widths = {"x": d_model, "w_q": d_k, "w_k": d_k, "w_v": d_v}
-        cells: dict[str, Matrix | None] = {}
+        cells: dict[str, GridRows | None] = {}
         for name in MATRICES:
             given = getattr(self, name)
             cells[name] = (
@@ -421,7 +421,7 @@ class LabForm(PageForm):
         return params
 
 
-def in_rows(cells: Matrix, width: int, height: int) -> Matrix | None:
+def in_rows(cells: GridRows, width: int, height: int) -> GridRows | None:
     """A grid as rows: as given, or a form's cells (one row holding all of them) split into
     rows of `width`; None when those cells do not fill whole rows."""
     if height == 1 or len(cells) != 1 or len(cells[0]) == width:
@@ -432,7 +432,7 @@ def in_rows(cells: Matrix, width: int, height: int) -> Matrix | None:
     return [flat[r : r + width] for r in range(0, len(flat), width)]
 
 
-def grown(matrix: Matrix, fresh: np.ndarray) -> np.ndarray:
+def grown(matrix: GridRows, fresh: np.ndarray) -> np.ndarray:
     """`fresh`'s shape, with the entries `matrix` has where the two overlap."""
     old = np.asarray(matrix, dtype=float)
     out = fresh.copy()

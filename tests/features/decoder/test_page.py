@@ -4,7 +4,6 @@ reader's language; a missing or loading model is a 503 page that says what to do
 
 import asyncio
 import re
-import threading
 from collections.abc import Callable
 from html import unescape
 from pathlib import Path
@@ -16,12 +15,12 @@ from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.core.i18n import use_locale
-from app.features.decoder import store
 from app.features.decoder.form import DecoderForm
 from app.features.decoder.page import INDUCTION, LONG_TEXT, kept_runs
 from app.features.decoder.store import INSTALL_HINT, LoadedDecoder
 from app.settings import Settings
 from tests.conftest import TEST_SETTINGS
+from tests.features.decoder.conftest import SlowLoad
 
 pytestmark = pytest.mark.usefixtures("decoder")
 
@@ -220,23 +219,11 @@ def test_a_missing_model_is_a_503_page_saying_how_to_install_it(
 
 
 def test_while_the_model_loads_the_page_says_so(
-    make_client: Callable[..., TestClient],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    decoder: LoadedDecoder,
+    make_client: Callable[..., TestClient], slow_load: SlowLoad
 ) -> None:
-    release = threading.Event()
-
-    def slow_load(gguf: Path, cache_dir: Path) -> LoadedDecoder:
-        release.wait(30)
-        return decoder
-
-    monkeypatch.setattr(store, "load", slow_load)
-    gguf = tmp_path / "model.gguf"
-    gguf.symlink_to(store.package_gguf())
-    client = make_client(decoder_gguf=gguf, decoder_wait_seconds=0.05)
+    client = make_client(decoder_gguf=slow_load.gguf, decoder_wait_seconds=0.05)
     response = client.get("/decoder?lang=es")
-    release.set()
+    slow_load.release.set()
     assert (response.status_code, response.headers["retry-after"]) == (503, "5")
     assert "aún se está cargando" in text_of(response.text, "model-loading")
     assert '<meta http-equiv="refresh" content="5">' in response.text

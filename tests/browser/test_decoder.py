@@ -66,7 +66,7 @@ def test_type_generate_switch_the_policy_and_open_a_head(page: Page) -> None:
     rows = page.locator("#steps summary").all_text_contents()
     assert all("read" in r for r in rows)
 
-    cell = page.locator('#head-grid a[data-layer="17"][data-head="4"]')
+    cell = page.locator('#head-grid button[value="17.4"]')
     edit(page, lambda: cell.click())
     assert (state(page)["layer"], state(page)["head"]) == ("17", "4")
     expect(page.locator("#head-heading")).to_have_text("Layer 17, head 4, every stage")

@@ -81,6 +81,10 @@ def test_the_form_reads_strict_numbers_and_carries_only_what_applies() -> None:
     assert sampled.query is None
     assert sampled.request().cache.model_dump() == {"policy": "sinks", "window": 8, "sinks": 2}
     assert sampled.model_copy(update={"go": "generate"}).snapped().generate == 8
+    picked, _, _ = DecoderForm.read(QueryParams("layer=2&head=1&query=3&pick=17.4"))
+    opened = picked.snapped()  # a cell of the grid: that head, at the last token
+    assert (opened.layer, opened.head, opened.query, opened.pick) == (17, 4, None, None)
+    assert "pick" not in dict(picked.state())
 
 
 @pytest.mark.parametrize(
@@ -90,6 +94,7 @@ def test_the_form_reads_strict_numbers_and_carries_only_what_applies() -> None:
         ("es", "generate=65", "generate vale 65 pero debe ser como mucho 64"),
         ("en", "off=30.1", "off takes a head as layer.head, layer 0 to 29"),
         ("es", "off=30.1", "off indica una cabeza como capa.cabeza"),
+        ("en", "pick=3.9", "pick takes a head as layer.head, layer 0 to 29 and head 0 to 8"),
         ("en", "text=+++", "text is empty; type a prompt"),
         ("es", "text=+++", "text está vacío; escribe un prompt"),
         ("es", "text=" + "palabra+" * 300, "lee como mucho 256"),
@@ -229,11 +234,13 @@ def test_while_the_model_loads_the_page_says_so(
     assert '<meta http-equiv="refresh" content="5">' in response.text
 
 
-def test_spanish_numbers_on_the_grid(client: TestClient) -> None:
+def test_spanish_numbers_on_the_grid_whose_cells_open_their_head(client: TestClient) -> None:
     html = client.get("/decoder?lang=es").text
-    titles = re.findall(
-        r'<a href="/decoder[^"]*" data-layer="\d+" data-head="\d+" title="([^"]*)"', html
+    cells = re.findall(
+        r'<button form="decoder-form" name="pick" value="(\d+\.\d)" title="([^"]*)"', html
     )
-    assert len(titles) == 270
+    assert [value for value, _ in cells] == [f"{a}.{b}" for a in range(30) for b in range(9)]
+    titles = [title for _, title in cells]
+    assert unescape(titles[17 * 9 + 4]).startswith("capa 17 cabeza 4: anterior ")
     with use_locale("es"):
         assert all(re.search(r"anterior \d,\d\d", unescape(t)) for t in titles)

@@ -348,6 +348,8 @@ def head_grid(
         "layer %(layer)s head %(head)s: previous %(previous)s, self %(self)s, "
         "first token %(first)s, entropy %(entropy)s nats"
     )
+    induction_sentence = gettext("induction %(score)s")
+    names = {kind: gettext(name) for kind, name in ROLE_NAMES.items()} | {"": ""}
     grid = []
     for layer, row in enumerate(roles):
         cells = []
@@ -357,10 +359,10 @@ def head_grid(
             texts = dict(zip(ROLE_NUMBERS, next(shown), strict=True))
             title = sentence % {"layer": layer, "head": head, **texts}
             if score is not None:
-                title += " · " + gettext("induction %(score)s") % {"score": next(shown_scores)}
+                title += " · " + induction_sentence % {"score": next(shown_scores)}
             cells.append(
                 HeadCell(
-                    layer, head, kind, gettext(ROLE_NAMES[kind]) if kind else "", value, title,
+                    layer, head, kind, names[kind], value, title,
                     (layer, head) in off, (layer, head) == chosen,
                 )
             )  # fmt: skip

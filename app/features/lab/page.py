@@ -80,7 +80,7 @@ def lab_head(
     problems, notes = list(problems), [*notes, *cut_notes]
     for _ in range(2):
         try:
-            fitted, fit_notes = form.fitted()
+            fitted, fit_problems, fit_notes = form.fitted()
             result = compute_attention(fitted.request(), settings)
         except (InputError, ValidationError) as error:
             said = as_problems(error)
@@ -91,9 +91,13 @@ def lab_head(
         if form.action is not None:
             before = form.model_copy(update={"action": None}).fitted()[0].state()
         return LabHead(
-            form=fitted, result=result, problems=problems, notes=notes + fit_notes, before=before
+            form=fitted,
+            result=result,
+            problems=problems + fit_problems,
+            notes=notes + fit_notes,
+            before=before,
         )
-    fitted, _ = at_defaults(form, LabForm.model_fields).fitted()
+    fitted = at_defaults(form, LabForm.model_fields).fitted()[0]
     notes.append(gettext("The page shows the worked example until that is fixed."))
     result = compute_attention(fitted.request(), settings)
     return LabHead(form=fitted, result=result, problems=problems, notes=notes)

@@ -158,8 +158,8 @@ def test_changing_x_keeps_the_projections() -> None:
 
 def test_cells_that_do_not_fill_whole_rows_are_generated_again_and_said() -> None:
     form, problems, _ = read("d_model=2&x=1&x=0&x=0")
-    fitted_form, notes = form.fitted()
-    assert problems == []
+    fitted_form, fit_problems, notes = form.fitted()
+    assert problems == fit_problems == []
     assert notes == ["x did not fill whole rows, so it was generated again"]
     assert fitted_form.x == []
 
@@ -176,16 +176,24 @@ def test_the_padding_demo_extends_the_worked_example() -> None:
 
 def test_pads_past_the_last_token_are_left_out_and_said() -> None:
     form, _, _ = read("pad=1,7,9")
-    fitted_form, notes = form.fitted()
-    assert fitted_form.pad == [1]
+    fitted_form, problems, notes = form.fitted()
+    assert (fitted_form.pad, problems) == ([1], [])
     assert notes == ["pad 7, 9 are past the last token (2): left out"]
 
 
-def test_an_empty_text_shows_the_worked_example_and_says_so() -> None:
+def test_an_empty_text_is_a_problem_and_shows_the_worked_example() -> None:
     form, _, _ = read("tokens=+")
-    fitted_form, notes = form.fitted()
-    assert fitted_form.tokens == "The cat sleeps"
-    assert notes == ["tokens: the text is empty, so the worked example's “The cat sleeps” is shown"]
+    fitted_form, problems, notes = form.fitted()
+    assert (fitted_form.tokens, notes) == ("The cat sleeps", [])
+    said = "tokens: the text is empty, so the worked example's “The cat sleeps” is shown"
+    assert problems == [Problem("tokens", said)]
+
+
+def test_a_query_past_the_last_token_is_a_problem_and_shows_the_last() -> None:
+    form, _, _ = read("query=99")
+    fitted_form, problems, _ = form.fitted()
+    assert fitted_form.query == 2
+    assert problems == [Problem("query", "query 99 is past the last token (2): showing 2")]
 
 
 @pytest.mark.parametrize(

@@ -149,6 +149,9 @@ PRESETS: list[tuple[str, str, str]] = [
     ),
 ]
 
+# The px across each of the four stage heatmaps has in presenter mode: a quarter of a 1280 px
+# projector, as static/css/lab.css lays the strip out (24 px margins, 12 px gaps).
+STAGE_ROOM_PX = 296
 PATTERN_UP_TO = 16  # the custom pattern is edited by ticking n × n boxes up to this n
 REFERENCE_LENGTH = 4096  # the cost panel's comparison, as in the worked example's table
 
@@ -275,7 +278,7 @@ def lab_page(form: LabForm, problems: list[Problem], notes: list[str], settings:
     result = head.result
     view = LabView(
         head=head,
-        stages=head_stages(result.head()),
+        stages=head_stages(result.head(), room=STAGE_ROOM_PX),
         editor=editor(head),
         presets=PRESETS,
         cost=cost_panel(len(result.tokens)),

@@ -256,14 +256,15 @@ def cost_panel(n: int) -> CostPanel:
 
 @dataclass(frozen=True, kw_only=True)
 class LabView:
-    """Everything templates/lab/ shows for one state."""
+    """Everything templates/lab/ shows for one state. The shuffle demo computes the head a
+    second time, on the tokens in another order: it is a page of its own (/shuffle, `ShuffleView`)
+    that this page links to, computed only when asked."""
 
     head: LabHead
     stages: HeadStages
     editor: Editor
     presets: list[tuple[str, str, str]]
     cost: CostPanel
-    demo: PositionDemo
     query: str  # the canonical state as a query string, for the page's links
     undo: str | None  # the address of the state before a button's change
 
@@ -282,13 +283,47 @@ def lab_page(form: LabForm, problems: list[Problem], notes: list[str], settings:
         editor=editor(head),
         presets=PRESETS,
         cost=cost_panel(len(result.tokens)),
-        demo=position_demo(head.form.request(), result, compute_attention, settings),
         query=state_query(head.state),
         undo="/?" + state_query(head.before) if head.before is not None else None,
     )
     return Page(
         template="lab/lab.html",
         fragment="lab/_live.html",
+        view=view,
+        problems=head.problems,
+        notes=head.notes,
+        state=head.state,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffleView:
+    """The shuffle demo of one lab state (templates/lab/shuffle.html): the state's head, and
+    the same head computed again on its tokens in another order."""
+
+    head: LabHead
+    demo: PositionDemo
+    query: str  # the lab state as a query string, for the link back
+
+    @property
+    def result(self) -> AttentionResult:
+        return self.head.result
+
+
+def shuffle_page(
+    form: LabForm, problems: list[Problem], notes: list[str], settings: Settings
+) -> Page:
+    """Does attention notice the order? The lab's state computed, then computed again with its
+    tokens (their x rows, and the mask's per-token parts) shuffled."""
+    head = lab_head(form.model_copy(update={"action": None}), problems, notes, settings)
+    view = ShuffleView(
+        head=head,
+        demo=position_demo(head.form.request(), head.result, compute_attention, settings),
+        query=state_query(head.state),
+    )
+    return Page(
+        template="lab/shuffle.html",
+        fragment="lab/_shuffle.html",
         view=view,
         problems=head.problems,
         notes=head.notes,

@@ -21,7 +21,7 @@ out would give other numbers. Its `request()` is the /api/attention request, its
 the canonical URL.
 """
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
@@ -39,7 +39,12 @@ from app.core.limits import (
     MAX_TOKEN_CHARS,
 )
 from app.features.lab.schemas import AttentionRequest
-from app.features.lab.service import default_query, generated_projection, generated_x
+from app.features.lab.service import (
+    HeadInputs,
+    default_query,
+    generated_projection,
+    generated_x,
+)
 from app.features.stages.schemas import MaskSpec
 from app.math import attention as att
 from app.math.positional import KINDS, Positional
@@ -199,6 +204,16 @@ def one_of(choices: tuple[str, ...], sentence: str) -> BeforeValidator:
 Grid = Annotated[Matrix, BeforeValidator(grid)]
 
 
+class Fitted(NamedTuple):
+    """A state fitted (LabForm.fitted): the form as computed, its inputs resolved once, what
+    the URL asked for that cannot be, and what was adjusted to the tokens."""
+
+    form: "LabForm"
+    inputs: HeadInputs
+    problems: list[Problem]
+    notes: list[str]
+
+
 class LabForm(PageForm):
     """The lab's state as its query string says it (see the module's docstring)."""
 
@@ -245,7 +260,7 @@ class LabForm(PageForm):
 
     # ------------------------------------------------------------------ fitting
 
-    def fitted(self) -> tuple[Self, list[Problem], list[str]]:
+    def fitted(self) -> Fitted:
         """The parts made to agree and every input resolved, once; what the URL asked for that
         cannot be (an empty text, a query past the last token) is a problem, said with what
         is shown instead, and what was only adjusted to the tokens is a note.
@@ -335,7 +350,19 @@ class LabForm(PageForm):
                 )
                 % {"positions": ", ".join(map(str, past)), "last": n - 1}
             )
-        return fitted, problems, notes
+        inputs = HeadInputs(
+            tokens,
+            used["x"],
+            used["w_q"],
+            used["w_k"],
+            used["w_v"],
+            fitted.mask_spec(),
+            fitted.scale,
+            query,
+            fitted.positional,
+            given=("d_model", "d_k", "d_v", *written),
+        )
+        return Fitted(fitted, inputs, problems, notes)
 
     def fitted_pattern(self, n: int) -> list[list[bool]] | None:
         """The custom pattern, n × n: as given (the URL's rows or a form's ticked cells),

@@ -15,7 +15,7 @@ from app.core.i18n import N_, format_number, format_size, gettext
 from app.core.limits import MAX_GRID_WIDTH
 from app.features.lab.form import LABELS, MASK_MODES, LabForm, text_limits
 from app.features.lab.schemas import AttentionResult
-from app.features.lab.service import compute_attention
+from app.features.lab.service import checked, compute_attention, compute_head
 from app.features.stages.page import HeadStages, head_stages
 from app.features.stages.service import PositionDemo, mask_of, position_demo
 from app.math.cost import score_bytes, score_entries
@@ -80,8 +80,8 @@ def lab_head(
     problems, notes = list(problems), [*notes, *cut_notes]
     for _ in range(2):
         try:
-            fitted, fit_problems, fit_notes = form.fitted()
-            result = compute_attention(fitted.request(), settings)
+            fitted, inputs, fit_problems, fit_notes = form.fitted()
+            result = compute_head(checked(inputs, settings), settings)
         except (InputError, ValidationError) as error:
             said = as_problems(error)
             problems += said
@@ -97,9 +97,9 @@ def lab_head(
             notes=notes + fit_notes,
             before=before,
         )
-    fitted = at_defaults(form, LabForm.model_fields).fitted()[0]
+    fitted, inputs, _, _ = at_defaults(form, LabForm.model_fields).fitted()
     notes.append(gettext("The page shows the worked example until that is fixed."))
-    result = compute_attention(fitted.request(), settings)
+    result = compute_head(checked(inputs, settings), settings)
     return LabHead(form=fitted, result=result, problems=problems, notes=notes)
 
 

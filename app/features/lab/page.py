@@ -40,6 +40,17 @@ class LabHead:
         """The canonical parameters, in URL order."""
         return self.form.state()
 
+    def page(self, template: str, fragment: str, view: Any) -> Page:
+        """A page of this state: its problems, its notes and its canonical state."""
+        return Page(
+            template=template,
+            fragment=fragment,
+            view=view,
+            problems=self.problems,
+            notes=self.notes,
+            state=self.state,
+        )
+
 
 def as_problems(error: InputError | ValidationError) -> list[Problem]:
     if isinstance(error, InputError):
@@ -286,14 +297,7 @@ def lab_page(form: LabForm, problems: list[Problem], notes: list[str], settings:
         query=state_query(head.state),
         undo="/?" + state_query(head.before) if head.before is not None else None,
     )
-    return Page(
-        template="lab/lab.html",
-        fragment="lab/_live.html",
-        view=view,
-        problems=head.problems,
-        notes=head.notes,
-        state=head.state,
-    )
+    return head.page("lab/lab.html", "lab/_live.html", view)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -321,11 +325,4 @@ def shuffle_page(
         demo=position_demo(head.form.request(), head.result, compute_attention, settings),
         query=state_query(head.state),
     )
-    return Page(
-        template="lab/shuffle.html",
-        fragment="lab/_shuffle.html",
-        view=view,
-        problems=head.problems,
-        notes=head.notes,
-        state=head.state,
-    )
+    return head.page("lab/shuffle.html", "lab/_shuffle.html", view)

@@ -64,7 +64,7 @@ def test_a_head_of_the_model_opens_on_its_sentence_weights_and_numbers(
     page = open_page(width, height)
     seen = open_head(page, "/model" + query, 2)
     name = f"presenter-model-head-{width}x{height}{'-present' if 'present' in query else ''}"
-    save_screenshot(page, name + ("-es" if "es" in query else ""))
+    save_screenshot(page, name + ("-es" if "lang=es" in query else ""))
     assert seen["page_width"] <= width, seen
     assert seen["inner_scroll"] <= 1, "the weights scroll inside their box"
     # The sentence names the key the table gives the largest weight (its numbers as shown).

@@ -243,6 +243,11 @@ class HeadStages:
         largest weight goes (ties named), and its output."""
         return query_summary(self.query)
 
+    @property
+    def weights_summary(self) -> str:
+        """The same sentence without the output (a trained head's is 32 numbers long)."""
+        return query_summary(self.query, output=False)
+
     def stage(self, name: str) -> Stage:
         return next(stage for stage in self.stages if stage.name == name)
 
@@ -268,9 +273,10 @@ def quoted(tokens: Sequence[str]) -> str:
     return gettext("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}
 
 
-def query_summary(query: QueryBreakdown) -> str:
+def query_summary(query: QueryBreakdown, output: bool = True) -> str:
     """ "“cat” sees 2 of its 3 keys; its largest weight, 0.670, goes to “The”; its output is
-    [0.835, −0.340]." — or, for a query that sees no key, that its weights and output are 0."""
+    [0.835, −0.340]." (the output left out when `output` is False) — or, for a query that
+    sees no key, that its weights and output are 0."""
     rows = query.rows
     visible = [row for row in rows if row.visible]
     if not visible:
@@ -290,10 +296,12 @@ def query_summary(query: QueryBreakdown) -> str:
         "its largest weight, %(weight)s, goes to each of %(keys)s",
         len(heaviest),
     ) % {"weight": format_numbers([top], TABLE_DIGITS)[0], "keys": quoted(heaviest)}
-    output = gettext("its output is %(output)s") % {
+    if not output:
+        return f"{sees}; {goes}."
+    said = gettext("its output is %(output)s") % {
         "output": format_vector(query.output, TABLE_DIGITS)
     }
-    return f"{sees}; {goes}; {output}."
+    return f"{sees}; {goes}; {said}."
 
 
 def matrix_map(
@@ -319,11 +327,17 @@ def matrix_map(
     )
 
 
-def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "fig") -> HeadStages:
+def head_stages(
+    result: OneHead,
+    query_index: int | None = None,
+    prefix: str = "fig",
+    room: float | None = None,
+) -> HeadStages:
     """The strip of one head, each stage a heatmap (ids `{prefix}-{stage}`) with its table.
 
     `result` holds the stage fields of /api/attention. The breakdown is `result.query`
-    when present, else it is built here for `query_index` (default: the last token)."""
+    when present, else it is built here for `query_index` (default: the last token).
+    `room`: the px across each n × n stage has in presenter mode (Heatmap.room)."""
     tokens = list(result.tokens)
     n = len(tokens)
     if result.query is not None and query_index in (None, result.query.index):
@@ -361,6 +375,7 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
             scale=scale,
             cell_texts=texts["scaled" if name == "masked" else name],
             selected_row=i,
+            room=room,
             **heatmap,
         )
         return Stage(name, title, picture, square(name, caption))

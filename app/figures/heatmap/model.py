@@ -75,6 +75,9 @@ class Heatmap:
       (else they are formatted here, `digits` decimals, in the reader's convention).
     - `selected_row`: the chosen query, outlined, its label always shown.
     - `href`: a link for the title (a panel of a group that selects its head).
+    - `room`: the most px across the page gives the picture where it does not shrink to fit
+      (presenter mode): its cells are made small enough, their numbers kept only where they
+      still fit, every k-th label shown. Elsewhere the picture shrinks to its box anyway.
     """
 
     id: str
@@ -92,6 +95,7 @@ class Heatmap:
     selected_row: int | None = None
     digits: int = 3
     href: str | None = None
+    room: float | None = None
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.fullmatch(self.id):

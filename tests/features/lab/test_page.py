@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.features.lab.form import LabForm
-from app.features.lab.page import PRESETS, lab_head, lab_page
+from app.features.lab.page import PRESETS, lab_head, shuffle_page
 from app.settings import Settings
 
 
@@ -317,7 +317,7 @@ def test_the_lab_shows_whether_shuffling_changes_the_output(
     query = QueryParams(
         {"tokens": "the cat saw the cat", "mask": "bidirectional", "positional": positional}
     )
-    page = lab_page(*LabForm.read(query), settings)
+    page = shuffle_page(*LabForm.read(query), settings)
     view = page.view
     assert page.problems == []
     assert view.result.positional == positional

@@ -151,13 +151,14 @@ def test_without_javascript_enter_applies_the_fields_not_a_preset(client: TestCl
     assert "hidden" in first
 
 
-@pytest.mark.parametrize("path", ["/heads?", "/?tokens=the+cat+saw+the+cat&d_k=2&"])
+@pytest.mark.parametrize("path", ["/heads?", "/shuffle?tokens=the+cat+saw+the+cat&d_k=2&"])
 def test_pages_say_whether_shuffling_changes_anything(client: TestClient, path: str) -> None:
     plain = client.get(f"{path}positional=none&mask=bidirectional").text
     assert 'data-equivariant="yes"' in plain
     assert "identical output rows" in plain
     rope = client.get(f"{path}positional=rope&mask=bidirectional").text
-    assert '<option value="rope" selected>' in rope
+    if path.startswith("/heads"):  # the lab's demo (/shuffle) has no controls of its own
+        assert '<option value="rope" selected>' in rope
     assert 'data-equivariant="no"' in rope
     assert "with rope position information" in rope
 

@@ -126,6 +126,13 @@ def test_the_sinks_policy_matches_transformers_with_the_same_4d_mask(
 # ---------------------------------------------------------------- the cache
 
 
+EVERY_POLICY = pytest.mark.parametrize(
+    "policy",
+    [dc.FULL, dc.CachePolicy("window", window=5), dc.CachePolicy("sinks", window=5, sinks=2)],
+    ids=["full", "window 5", "sinks 2 + window 5"],
+)
+
+
 def visible(n: int, policy: dc.CachePolicy) -> np.ndarray:
     """Written out again: key j ≤ i, within the last w, or among the first s."""
     allowed = np.zeros((n, n), dtype=bool)
@@ -136,11 +143,7 @@ def visible(n: int, policy: dc.CachePolicy) -> np.ndarray:
     return allowed
 
 
-@pytest.mark.parametrize(
-    "policy",
-    [dc.FULL, dc.CachePolicy("window", window=5), dc.CachePolicy("sinks", window=5, sinks=2)],
-    ids=["full", "window 5", "sinks 2 + window 5"],
-)
+@EVERY_POLICY
 def test_cached_decoding_equals_the_full_pass_with_the_policy_mask(
     decoder: LoadedDecoder, policy: dc.CachePolicy
 ) -> None:
@@ -167,11 +170,7 @@ def test_cached_decoding_equals_the_full_pass_with_the_policy_mask(
     assert d.cache_bytes == len(policy.kept(n - 1)) * per_token == 46_080 * len(d.cached_positions)
 
 
-@pytest.mark.parametrize(
-    "policy",
-    [dc.FULL, dc.CachePolicy("window", window=5), dc.CachePolicy("sinks", window=5, sinks=2)],
-    ids=["full", "window 5", "sinks 2 + window 5"],
-)
+@EVERY_POLICY
 def test_a_decoder_resumed_after_a_shared_prefix_equals_the_full_pass(
     decoder: LoadedDecoder, policy: dc.CachePolicy
 ) -> None:

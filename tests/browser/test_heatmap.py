@@ -7,6 +7,7 @@ the app's stylesheets, script (by their plain names, which the server also answe
 Content-Security-Policy.
 """
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -156,10 +157,12 @@ def test_downloads_are_the_standalone_svg_and_a_png_named_after_the_title(heatma
     left, top, width, height = map(float, expected.get("viewBox").split())
     assert image.size == (round(width * 2), round(height * 2))
     colours = figure.rgb
-    drawn = next(g for g in saved.iter(f"{SVG}g") if g.get("class") == "hm-cells")
-    for k, rect in enumerate(drawn):
-        x = (float(rect.get("x")) + 4 - left) * 2  # inside the cell, clear of its number
-        y = (float(rect.get("y")) + 4 - top) * 2
+    # the cells are unit squares in a group scaled to the cell size: (j, i) → its pixels
+    grid = next(g for g in saved.iter(f"{SVG}g") if g.find(f"{SVG}g[@class='hm-cells']"))
+    at_x, at_y, size = map(float, re.findall(r"[\d.]+", grid.get("transform")))
+    for k, rect in enumerate(grid.find(f"{SVG}g[@class='hm-cells']")):
+        x = (at_x + float(rect.get("x")) * size + 4 - left) * 2  # in the cell, clear of its number
+        y = (at_y + float(rect.get("y")) * size + 4 - top) * 2
         pixel = image.getpixel((round(x), round(y)))
         assert max(abs(a - b) for a, b in zip(pixel, colours[k // 3, k % 3], strict=True)) <= 2
 

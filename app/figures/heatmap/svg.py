@@ -166,28 +166,36 @@ def _axes(heatmap: Heatmap, lay: Layout) -> str:
     return "".join(out + rows_out + cols_out)
 
 
+def _grid(lay: Layout) -> str:
+    """The start of a group drawn in cell units: cell (i, j) is the unit square at (j, i)."""
+    return f'<g transform="translate({_n(lay.left)} {_n(lay.top)}) scale({_n(lay.cell)})">'
+
+
+def _unit(px: float, lay: Layout) -> str:
+    """A stroke of `px` pixels, in cell units."""
+    return f"{px / lay.cell:.4g}"
+
+
 def _cells(heatmap: Heatmap, lay: Layout) -> str:
-    """The cells as rects, row by row (cell (i, j) is child i × cols + j; what each says on
-    hover is in the figure's tip data), then their numbers, if they carry them (black, or
-    white where that reads better on the fill)."""
+    """The cells as unit squares in cell units, row by row (cell (i, j) is child i × cols + j
+    of .hm-cells, at x = j, y = i; what each says on hover is in the figure's tip data), then
+    their numbers, if they carry them (black, or white where that reads better on the fill)."""
     rows, cols = heatmap.shape
     cell = lay.cell
-    xs = [_n(lay.left + j * cell) for j in range(cols)]
-    size = _n(cell)
     fills = rgb_to_hex(heatmap.rgb)
     hidden = heatmap.mask.ravel().tolist()
     stroke = (
-        f' stroke="{PAPER}" stroke-width="{_n(lay.type.gap)}"' if cell >= 10 else ""
+        f' stroke="{PAPER}" stroke-width="{_unit(lay.type.gap, lay)}"' if cell >= 10 else ""
     )  # a line of the background between cells, where they are large enough to spare it
-    out = [f'<g class="hm-cells"{stroke}>']
+    out = [f'{_grid(lay)}<g class="hm-cells"{stroke}>']
     k = 0
     for i in range(rows):
-        y = f'" y="{_n(lay.top + i * cell)}" width="{size}" height="{size}" fill="'
-        for x in xs:
+        y = f'" y="{i}" width="1" height="1" fill="'
+        for j in range(cols):
             cls = ' class="hm-hid"' if hidden[k] else ""
-            out.append(f'<rect{cls} x="{x}{y}{fills[k]}"/>')
+            out.append(f'<rect{cls} x="{j}{y}{fills[k]}"/>')
             k += 1
-    out.append("</g>")
+    out.append("</g></g>")
     if lay.numbers:
         white = text_colours(heatmap.rgb).ravel().tolist()
         texts = _escaped(list(chain.from_iterable(heatmap.texts)))
@@ -224,25 +232,27 @@ def _marks(heatmap: Heatmap, lay: Layout, *, chosen: bool, focusable: bool) -> s
     rows, cols = heatmap.shape
     cell = lay.cell
     out = []
-    if heatmap.selected_row is not None:
-        out.append(
-            f'<rect class="hm-mark" x="{_n(lay.left)}"'
-            f' y="{_n(lay.top + heatmap.selected_row * cell)}"'
-            f' width="{_n(cols * cell)}" height="{_n(cell)}" fill="none" stroke="{MARK}"'
-            f' stroke-width="{_n(lay.type.gap * 2.5)}" pointer-events="none"/>'
-        )
+    if heatmap.selected_row is not None or focusable:
+        out.append(_grid(lay))  # in cell units, as the cells
+        if heatmap.selected_row is not None:
+            out.append(
+                f'<rect class="hm-mark" x="0" y="{heatmap.selected_row}" width="{cols}"'
+                f' height="1" fill="none" stroke="{MARK}"'
+                f' stroke-width="{_unit(lay.type.gap * 2.5, lay)}" pointer-events="none"/>'
+            )
+        if focusable:  # moved by the script to the cell's x and y
+            out.append(
+                '<g class="hm-cursor" visibility="hidden" pointer-events="none" fill="none">'
+                f'<rect width="1" height="1" stroke="#000000" stroke-width="{_unit(3, lay)}"/>'
+                f'<rect width="1" height="1" stroke="#ffffff" stroke-width="{_unit(1.5, lay)}"/>'
+                "</g>"
+            )
+        out.append("</g>")
     if chosen:
         out.append(
             f'<rect class="hm-chosen" x="{_n(lay.left - 2)}" y="{_n(lay.top - 2)}"'
             f' width="{_n(cols * cell + 4)}" height="{_n(rows * cell + 4)}" fill="none"'
             f' stroke="{MARK}" stroke-width="3" pointer-events="none"/>'
-        )
-    if focusable:
-        size = _n(cell)
-        out.append(
-            '<g class="hm-cursor" visibility="hidden" pointer-events="none" fill="none">'
-            f'<rect width="{size}" height="{size}" stroke="#000000" stroke-width="3"/>'
-            f'<rect width="{size}" height="{size}" stroke="#ffffff" stroke-width="1.5"/></g>'
         )
     return "".join(out)
 

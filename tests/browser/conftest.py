@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Request, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    Request,
+    expect,
+    sync_playwright,
+)
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -33,6 +41,12 @@ DESKTOP = {"width": 1280, "height": 800}
 HEADER_MAX_PX = 120  # the most of a phone's screen the site header may take
 
 HERE = Path(__file__).parent
+# How long `expect` waits for a locator before it fails the test (actions and navigations
+# wait up to Playwright's 30 s already). A wait ends as soon as the page shows what it waits
+# for, so this costs nothing when tests pass; expect's own 5 s failed them on a loaded 2-core
+# machine (plotly.js compiled for a worker's first chart).
+WAIT_MS = 20_000
+expect.set_options(timeout=WAIT_MS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -18,7 +18,7 @@ from app.features.lab.service import answer_bytes, compute_attention, resolve_in
 from app.features.model.results import ModelResult
 from app.features.model.schemas import ModelRequest
 from app.features.model.service import compute_model
-from app.math import heads as mh
+from app.math import heads as heads_math
 from app.settings import Settings
 from app.web.responses import dumps
 
@@ -85,10 +85,15 @@ def test_the_model_estimate_follows_the_real_answers(text: str, options: dict) -
 def test_the_largest_legal_heads_request_is_refused_before_computing(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """h = 16, n = 256, d = 64 answered 97 MB; now a 422 that names the fields, sent before
-    any head is computed (computing it took 1.2 s and more)."""
-    computed: list[object] = []
-    monkeypatch.setattr(mh, "multi_head_attention", lambda *args: computed.append(args))
+    """h = 16, n = 256, d = 64 answered 97 MB; now a 422 that names the fields, and the heads'
+    math is never started (it would take seconds)."""
+    started: list[int] = []
+
+    def never(*args: object, **kwargs: object) -> None:
+        started.append(1)
+        raise AssertionError("the heads were computed before the budget was checked")
+
+    monkeypatch.setattr(heads_math, "multi_head_attention", never)
     body = {"tokens": tokens(256), "heads": 16, "d_model": 64, "d_head": 64}
     answer = client.post("/api/heads", json=body)
     assert answer.status_code == 422
@@ -98,7 +103,7 @@ def test_the_largest_legal_heads_request_is_refused_before_computing(
         "tokens, heads, d_head, d_model: the answer would be about 98 MB, more than this "
         "server sends at once (16 MB); make tokens, heads, d_head, d_model smaller"
     )
-    assert computed == []
+    assert started == []
 
 
 @pytest.fixture(scope="module")

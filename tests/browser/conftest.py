@@ -39,6 +39,11 @@ CHROMIUM_ARGS = [
 ALLOWED_URLS = ("http://127.0.0.1:", "data:", "blob:")
 DESKTOP = {"width": 1280, "height": 800}
 HEADER_MAX_PX = 120  # the most of a phone's screen the site header may take
+# Every control of the header, and where it is: its left and right edges on screen.
+HEADER_CONTROLS = """() => [...document.querySelectorAll(
+  '.site-header :is(a, button, summary)')].filter((e) => e.getClientRects().length)
+  .map((e) => { const b = e.getBoundingClientRect();
+    return {text: e.textContent.trim(), left: b.left, right: b.right}; })"""
 
 HERE = Path(__file__).parent
 # How long `expect` waits for a locator before it fails the test (actions and navigations

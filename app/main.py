@@ -61,12 +61,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             application.include_router(feature.api)
     application.include_router(health.router)
     # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
-    # the query for the templates to carry on), the answer cache (plain answers), compression
-    # (zstd, br or gzip at fast levels), the static files (precompressed), and the edge (size
+    # the query for the templates to carry on), compression (zstd, br or gzip at fast levels),
+    # the answer cache (answers as sent), the static files (precompressed), and the edge (size
     # limits, language, request id, security headers, the log line, the 500 answer).
     application.add_middleware(ClassroomMiddleware)
-    application.add_middleware(AnswerCache, max_bytes=settings.response_cache_bytes)
     application.add_middleware(CompressMiddleware, minimum_size=500)
+    application.add_middleware(AnswerCache, max_bytes=settings.response_cache_bytes)
     application.add_middleware(static.serve)
     application.add_middleware(Edge, settings=settings)
     return application

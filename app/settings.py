@@ -111,7 +111,8 @@ class Settings(BaseSettings):
         256,
         ge=1,
         description="Requests in progress per worker (their bodies read), computing or waiting "
-        "for one of the `compute_slots`; more get 503 with Retry-After (/healthz excepted).",
+        "for one of the `compute_slots`; more get 503 with Retry-After (/healthz and static "
+        "files excepted: they never wait for a slot).",
     )
     compute_slots: int = Field(
         4,

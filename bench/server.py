@@ -66,6 +66,18 @@ class Server:
         self.stop()
         raise RuntimeError(f"the server did not answer {ready_path} within 120 s")
 
+    def cpu_seconds(self) -> float:
+        """CPU time so far of the server and its workers (gunicorn's arbiter forks them)."""
+        pid = self.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        total = cpu_seconds(pid)
+        for child in children:
+            try:
+                total += cpu_seconds(int(child))
+            except OSError:  # a worker that has just been replaced
+                continue
+        return total
+
     def stop(self) -> None:
         self.process.terminate()
         try:

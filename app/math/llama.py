@@ -207,6 +207,18 @@ class Decoder:
         self.gates = head_gates(config, ablate)  # (L, h)
         self.length = 0  # positions fed so far
 
+    def resume(self, earlier: "KVRecord", r: int) -> None:
+        """Start after positions 0 … r − 1, as an earlier sequence with the same first r tokens
+        (and the same policy and heads) computed them: every layer's cache gets their K and V
+        rows and keeps what the policy keeps after position r − 1. The causal mask makes this
+        exact: those rows never depended on the tokens after them."""
+        if self.length:
+            raise ValueError("only a decoder that has been fed nothing can resume")
+        for layer, cache in enumerate(self.caches):
+            cache.append(earlier.k[layer, :r], earlier.v[layer, :r])
+            cache.keep(self.policy.kept(r - 1))
+        self.length = r
+
     def feed(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Run the next r tokens through every layer (appending to each layer's cache) and
         return their final-normed hidden states, (r, d_model), ready for `unembed`."""
@@ -269,6 +281,27 @@ def weight_on(weights: np.ndarray, keys: np.ndarray, targets: np.ndarray) -> np.
     return np.where(found, picked, 0.0)
 
 
+class KVRecord:
+    """Every layer's K and V rows as they were computed, before a cache policy dropped any:
+    what `Decoder.resume` needs to start another sequence that begins with the same tokens."""
+
+    def __init__(self, config: LlamaConfig, n: int, dtype: np.dtype) -> None:
+        shape = (config.layers, n, config.kv_heads * config.d_head)
+        self.k, self.v = np.zeros(shape, dtype=dtype), np.zeros(shape, dtype=dtype)
+
+    def __call__(self, rows: LayerRows) -> None:
+        self.k[rows.layer, rows.positions] = merge_heads(rows.k)
+        self.v[rows.layer, rows.positions] = merge_heads(rows.v)
+
+    def resume(self, earlier: "KVRecord", r: int) -> None:
+        """Positions 0 … r − 1 as `earlier` recorded them."""
+        self.k[:, :r], self.v[:, :r] = earlier.k[:, :r], earlier.v[:, :r]
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+
 class AttentionLog:
     """Per layer, head and query row, the numbers that describe a head, filled in as rows are
     computed (prefill and cached steps alike): the weight on the previous position, on itself,
@@ -304,6 +337,24 @@ class AttentionLog:
         if layer in self.dense:
             self.dense[layer][:, p[:, None], keys[None, :]] = w
 
+    def resume(self, earlier: "AttentionLog", r: int) -> None:
+        """Positions 0 … r − 1 as `earlier` logged them (the same layers kept dense and the
+        same lookback): a sequence that begins with the same r tokens."""
+        for mine, theirs in zip(self.per_row, earlier.per_row, strict=True):
+            mine[..., :r] = theirs[..., :r]
+        for layer, dense in self.dense.items():
+            dense[:, :r, :r] = earlier.dense[layer][:, :r, :r]
+
+    @property
+    def per_row(self) -> list[np.ndarray]:
+        """The arrays with one value per position on their last axis."""
+        rows = [self.previous, self.itself, self.first, self.entropy, self.visible]
+        return rows if self.back is None else [*rows, self.back]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.per_row) + sum(a.nbytes for a in self.dense.values())
+
 
 class LayerWatch:
     """Every row of one layer as its heads saw them (normed input, q, k, v), for one head's
@@ -322,3 +373,12 @@ class LayerWatch:
             return
         p = rows.positions
         self.x[p], self.q[:, p], self.k[:, p], self.v[:, p] = rows.x, rows.q, rows.k, rows.v
+
+    def resume(self, earlier: "LayerWatch", r: int) -> None:
+        """Positions 0 … r − 1 as `earlier` saw them (the same layer)."""
+        self.x[:r], self.q[:, :r] = earlier.x[:r], earlier.q[:, :r]
+        self.k[:, :r], self.v[:, :r] = earlier.k[:, :r], earlier.v[:, :r]
+
+    @property
+    def nbytes(self) -> int:
+        return self.x.nbytes + self.q.nbytes + self.k.nbytes + self.v.nbytes

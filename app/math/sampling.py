@@ -16,16 +16,26 @@ import numpy as np
 Method = Literal["greedy", "sample"]
 
 
+def log_normaliser(logits: np.ndarray) -> np.ndarray:
+    """ln Σ_j exp(logit_j) over the last axis, the largest logit taken out first so that
+    nothing overflows: ln p(t) = logit_t − this, for every t of the row."""
+    top = logits.max(axis=-1)
+    return top + np.log(np.exp(logits - top[..., None]).sum(axis=-1))
+
+
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """ln softmax over the last axis, with the maximum subtracted first."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    """ln softmax over the last axis: ln p(t) for every t of each row."""
+    return logits - log_normaliser(logits)[..., None]
+
+
+def surprisal_of(normaliser: np.ndarray, logit: np.ndarray) -> np.ndarray:
+    """−ln p(t) = ln Σ_j exp(logit_j) − logit_t, from a row's normaliser and its logit of t."""
+    return normaliser - logit
 
 
 def surprisal(logits: np.ndarray, next_ids: np.ndarray) -> np.ndarray:
     """−ln p(next_ids[i] | row i's context) for logits (r, V) and r next tokens → (r,)."""
-    log_p = log_softmax(logits)  # (r, V)
-    return -log_p[np.arange(len(next_ids)), next_ids]
+    return surprisal_of(log_normaliser(logits), logits[np.arange(len(next_ids)), next_ids])
 
 
 def top_candidates(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

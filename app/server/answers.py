@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 from app.core.i18n import N_, format_number, gettext, use_locale
 from app.settings import Settings
 from app.web.edge import request_locale, too_large_message, too_long_message
-from app.web.requestlog import log_request
+from app.web.requestlog import CLIENT_CLOSED, log_request
 from app.web.security import request_id, security_headers
 
 Headers = Sequence[tuple[bytes, bytes]]
@@ -101,6 +101,11 @@ class Refusals:
         path = urlsplit(target).path.decode("latin-1") if target else ""
         log_request({"path": path}, method or "-", status, started, rid)
         return b"\r\n".join(lines) + b"\r\n\r\n" + (b"" if method == "HEAD" else body)
+
+    def log_left(self, scope: Scope, started: float) -> None:
+        """The log line of a request whose client left before it was served, as the app
+        logs one that leaves while served (499)."""
+        log_request(scope, scope["method"], CLIENT_CLOSED, started, request_id(scope["headers"]))
 
     def busy(self, content: dict[str, str] | None = None) -> "Busy":
         """The ASGI answer to a whole request that finds no room: 503 with Retry-After."""

@@ -16,8 +16,11 @@ has waited longest without being served (idle, or its request still arriving).
 
 Serving. A whole request becomes a task, which waits its turn for one of `compute_slots`
 (answers are made by that many requests at once, which bounds the memory they take) before
-the app sees it; beyond `max_concurrent_requests` tasks a new one gets 503 busy. /healthz
-always reaches the app at once; /readyz gets 503 {"status": "busy"} here while every slot is
+the app sees it (or, if its client left meanwhile, is logged 499 and never computed);
+beyond `max_concurrent_requests` of them a new one gets 503 busy. Static
+files (/static/…) and /healthz reach the app at once, never refused busy: a file is
+written in blocks, the next waiting while the client lags (uvicorn's flow control), so it
+holds little memory and no compute. /readyz gets 503 {"status": "busy"} here while every slot is
 taken or a new request would get 503.
 
 Writing. The answers waiting in the connections' write buffers (their clients not reading)
@@ -59,6 +62,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from app.server.answers import Refusals
 from app.settings import Settings, environment_settings
 from app.web.health import HEALTHZ, READYZ
+from app.web.static import PREFIX as STATIC_PREFIX
 
 # httptools' URL parser keeps offsets in 16 bits: a longer request target cannot be parsed.
 MAX_TARGET_BYTES = 65_535
@@ -102,6 +106,7 @@ class Load:
         self.body_bytes = 0  # bodies being read
         self.refusals = Refusals(settings)
         self.slots = asyncio.Semaphore(settings.compute_slots)  # wakes waiters in turn
+        self.computing = 0  # requests computing or waiting for a slot
 
     def hold(self, connection: "BoundedHttpToolsProtocol", size: int) -> None:
         """`connection` now has `size` bytes of answers waiting in its write buffer."""
@@ -307,25 +312,34 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.shared.waiting.pop(self, None)
         self.serving = True
         path = cycle.scope["path"]
-        full = len(self.tasks) >= self.bounds.max_concurrent_requests
+        full = self.shared.computing >= self.bounds.max_concurrent_requests
         if path == READYZ:
             if full or self.shared.slots.locked() or not self.shared.room(shed=False):
                 app = self.refusals.busy({"status": "busy"})
-        elif path != HEALTHZ:
+        elif path != HEALTHZ and not path.startswith(STATIC_PREFIX):
             room = not full and self.shared.room(shed=True)
-            app = self.counted(app) if room else self.refusals.busy()
+            app = self.counted(app, cycle) if room else self.refusals.busy()
         super()._start_asgi_task(cycle, app)
 
-    def counted(self, app: ASGIApp) -> ASGIApp:
-        """`app` in one of the compute slots, with what it writes counted."""
+    def counted(self, app: ASGIApp, cycle: RequestResponseCycle) -> ASGIApp:
+        """`app` in one of the compute slots, with what it writes counted; not run at all if
+        the client left while the request waited for its slot (a superseded live edit)."""
+        self.shared.computing += 1
+        admitted = time.perf_counter()
 
         async def counting(scope: Scope, receive: Receive, send: Send) -> None:
             async def send_counted(message: Message) -> None:
                 await send(message)
                 self.note_unsent(written=True)
 
-            async with self.shared.slots:
-                await app(scope, receive, send_counted)
+            try:
+                async with self.shared.slots:
+                    if cycle.disconnected:
+                        self.refusals.log_left(scope, admitted)
+                        return
+                    await app(scope, receive, send_counted)
+            finally:
+                self.shared.computing -= 1
 
         return counting
 

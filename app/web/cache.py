@@ -2,10 +2,11 @@
 
 A route whose answer depends only on the request (method, path, query string, body, the
 reader's language) and the app's settings opts in with the dependency `Depends(cacheable)`.
-Its 200 answers are kept, uncompressed, and the same request is answered again before
-routing, validation or computing: a class opening the worked example, or the link on the
-projector, costs almost nothing per student. Requests that arrive together for the same
-answer wait for the first one instead of each computing it again.
+Its 200 answers are kept as sent, compressed for the encodings the client accepts, and the
+same request is answered again before routing, validation, computing or compressing: a class
+opening the teacher's link (the same state, language and presenter mode, from the same
+browsers) gets the same bytes, made once. Requests that arrive together for the same answer
+wait for the first one instead of each computing it again.
 """
 
 import asyncio
@@ -17,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.i18n import current_locale
 
-Key = tuple[str, str, bytes, str, bytes]
+Key = tuple[str, str, bytes, str, bytes, bytes]
 ENTRY_OVERHEAD = 256  # the tuple, the answer and their objects' headers, roughly
 
 
@@ -34,7 +35,7 @@ async def cacheable(request: Request) -> None:
 
 
 class AnswerCache:
-    """Pure ASGI middleware over the routes (inside compression and the edge)."""
+    """Pure ASGI middleware over compression and the routes (inside the edge)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -56,13 +57,14 @@ class AnswerCache:
             if body is None:
                 return  # the client left before its body arrived
             receive = replay(body, receive)
-        content_type = next((v for k, v in scope["headers"] if k == b"content-type"), b"")
+        headers = dict(scope["headers"])
         key = (
             scope["path"],
             scope["method"],
             scope["query_string"],
             current_locale(),
-            content_type + body,
+            headers.get(b"content-type", b"") + body,
+            headers.get(b"accept-encoding", b""),  # what the compression outside chose from
         )
         answer = self.answers.get(key)
         if answer is None and key in self.in_flight:  # the same request, under way: wait

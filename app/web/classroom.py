@@ -49,7 +49,8 @@ Pairs = Sequence[tuple[str, str]]
 presenting: ContextVar[bool] = ContextVar("presenting", default=False)
 
 
-def flag(value: str | None) -> bool:
+def switched_on(value: str | None) -> bool:
+    """Whether a mode's query parameter (present=1, embed=on, …) turns it on."""
     return (value or "").lower() in ("1", "true", "on", "yes")
 
 
@@ -94,11 +95,11 @@ class Classroom:
 
     @property
     def present(self) -> bool:
-        return flag(_get(self.classroom, "present"))
+        return switched_on(_get(self.classroom, "present"))
 
     @property
     def embed(self) -> bool:
-        return flag(_get(self.classroom, "embed"))
+        return switched_on(_get(self.classroom, "embed"))
 
     @cached_property
     def lesson(self) -> Lesson | None:
@@ -256,7 +257,7 @@ class ClassroomMiddleware:
             rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
             scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
         locale = current_locale()
-        token = presenting.set(flag(_get(lifted, "present")))
+        token = presenting.set(switched_on(_get(lifted, "present")))
 
         async def send_in_language(message: Message) -> None:
             if message["type"] == "http.response.start" and is_html(message):

@@ -131,11 +131,21 @@ def valid_range(value: bytes) -> bool:
     return first is None or last is None or int(first) <= int(last)
 
 
+PATHSEND = "http.response.pathsend"
+BLOCK_BYTES = 64 * 1024
+
+
 class WeakTags:
     """ServeStatic's answers with the two things HTTP asks of a file served in several
     encodings and ranges: its ETag (one per file) is weak, since the gzip and plain bodies are
     not byte for byte the same; and a Range that is not a valid byte range is ignored (the
-    whole file) instead of answered 416."""
+    whole file) instead of answered 416.
+
+    And the ASGI extension `http.response.pathsend` (the server sends the file at a path),
+    which ServeStatic uses when offered: otherwise it reads each file through a thread pool
+    of its own, made for that one file, and under a class's load those threads wait their
+    turn with the pages being computed. The file is sent in blocks, each waiting while the
+    client lags; it comes from ServeStatic's built set, kept in the page cache."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -153,6 +163,9 @@ class WeakTags:
             headers.append((name, value))
 
         async def weak_tag(message: Message) -> None:
+            if message["type"] == PATHSEND:
+                await send_file(message["path"], send)
+                return
             if message["type"] == "http.response.start":
                 message = {
                     **message,
@@ -163,4 +176,13 @@ class WeakTags:
                 }
             await send(message)
 
-        await self.app({**scope, "headers": headers}, receive, weak_tag)
+        extensions = {**scope.get("extensions", {}), PATHSEND: {}}
+        await self.app({**scope, "headers": headers, "extensions": extensions}, receive, weak_tag)
+
+
+async def send_file(path: str, send: Send) -> None:
+    """The body of a `http.response.pathsend` answer: the file, block by block."""
+    with open(path, "rb") as file:
+        while block := file.read(BLOCK_BYTES):
+            await send({"type": "http.response.body", "body": block, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})

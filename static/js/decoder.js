@@ -11,14 +11,22 @@
     regions: function (doc) { return doc.liveStatus === 422 ? ["decoder-results"] : ["live"]; },
   });
 
-  // A head's link (which works without JavaScript too) selects that layer and head.
-  document.addEventListener("click", function (event) {
-    const link = event.target.closest("#decoder-results a[data-head][data-layer]");
-    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    event.preventDefault();
-    document.getElementById("layer").value = link.dataset.layer;
-    document.getElementById("head").value = link.dataset.head;
+  // A head's link, or its button in the grid of every head (pick=layer.head), selects that
+  // layer and head; both work without JavaScript too.
+  function open(layer, head) {
+    document.getElementById("layer").value = layer;
+    document.getElementById("head").value = head;
     document.getElementById("query").value = "";
     decoder.update({ now: true, push: true });
+  }
+
+  document.addEventListener("click", function (event) {
+    if (event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const link = event.target.closest("#decoder-results a[data-head][data-layer]");
+    const pick = event.target.closest("#decoder-results button[name='pick']");
+    if (!link && !pick) return;
+    event.preventDefault();
+    if (link) open(link.dataset.layer, link.dataset.head);
+    else open.apply(null, pick.value.split("."));
   });
 })();

@@ -1,8 +1,10 @@
 // Heatmaps drawn by the server (app/figures/heatmap). Nothing is drawn or computed here: the cell
-// under the pointer, or under the keyboard's cursor, shows its own hover text (data-tip), and
-// the downloads save the server's SVG (standalone: its data-box as viewBox) or a PNG drawn
-// from it. Every listener is on the document and every state is in the markup, so a figure
-// swapped in by a live update works at once.
+// under the pointer, or under the keyboard's cursor, shows its hover text, the server's
+// template for that cell filled with the numbers the server wrote once per row, column or cell
+// (the figure's <script type="application/json" class="hm-data">, see Tips in
+// app/figures/heatmap/model.py), and the downloads save the server's SVG (standalone: its
+// data-box as viewBox) or a PNG drawn from it. Every listener is on the document and every
+// state is in the markup, so a figure swapped in by a live update works at once.
 "use strict";
 
 (function () {
@@ -25,6 +27,25 @@
     return { i: i, j: j, cell: cells(svg)[i * cols + j] };
   }
 
+  // The figure's hover data, parsed once per script element (a live swap brings a new one).
+  const parsed = new WeakMap();
+  const PLACE = /\{(v|[rc]\d*|x\d+)\}/g;
+
+  function tipText(svg, i, j) {
+    const script = svg.closest(".hm").querySelector("script.hm-data");
+    if (!parsed.has(script)) parsed.set(script, JSON.parse(script.textContent));
+    const data = parsed.get(script);
+    const k = i * data.c.length + j;
+    const template = data.t[data.k ? +data.k[k] : 0];
+    return template.replace(PLACE, function (_, name) {
+      if (name === "v") return data.v[k];
+      const at = +name.slice(1);
+      if (name[0] === "r") return data.r[i][at];
+      if (name[0] === "c") return data.c[j][at];
+      return data.x[at][k];
+    });
+  }
+
   function current(svg) {
     const at = (svg.dataset.at || (svg.dataset.start || "0") + ",0").split(",");
     return cellAt(svg, +at[0], +at[1]);
@@ -38,7 +59,7 @@
     cursor.setAttribute("visibility", "visible");
     const figure = svg.closest(".hm");
     const tip = figure.querySelector(".hm-tip");
-    tip.textContent = spot.cell.dataset.tip;
+    tip.textContent = tipText(svg, spot.i, spot.j);
     // Below the cell, or above it in the lower half; kept within the figure's width.
     const box = figure.getBoundingClientRect();
     const at = spot.cell.getBoundingClientRect();

@@ -54,7 +54,9 @@
       const results = document.getElementById("lab-results");
       if (doc.liveStatus === 422) { // keep the last good results, greyed, under the sentences
         if (results) results.classList.add("stale");
-        return ["page-messages"];
+        // … but after a change of shape take the query the server showed: a query left past
+        // the last token by a shorter text would otherwise be sent again with every key.
+        return structural(job) ? ["page-messages", "query"] : ["page-messages"];
       }
       return structural(job) ? ["page-messages", "lab-editor", "lab-results"] : ["page-messages", "lab-results"];
     },

@@ -66,7 +66,7 @@ def test_type_generate_switch_the_policy_and_open_a_head(page: Page) -> None:
     rows = page.locator("#steps summary").all_text_contents()
     assert all("read" in r for r in rows)
 
-    cell = page.locator('#head-grid a[data-layer="17"][data-head="4"]')
+    cell = page.locator('#head-grid button[value="17.4"]')
     edit(page, lambda: cell.click())
     assert (state(page)["layer"], state(page)["head"]) == ("17", "4")
     expect(page.locator("#head-heading")).to_have_text("Layer 17, head 4, every stage")
@@ -78,7 +78,7 @@ def test_type_generate_switch_the_policy_and_open_a_head(page: Page) -> None:
 
 def test_presenter_and_phone(open_page: Callable[..., Page]) -> None:
     """The presenter's first screen holds the prompt, the bars and the key numbers; a phone
-    in Spanish shows the same without scrolling sideways."""
+    in Spanish shows the same without scrolling sideways, in presenter mode too."""
     page = open_page(1280, 720)
     page.goto("/decoder?present=1")
     for part in ("#next .prompt-echo", "#next-bars", "#key-numbers"):
@@ -96,3 +96,7 @@ def test_presenter_and_phone(open_page: Callable[..., Page]) -> None:
     assert width <= 390, f"/decoder is {width} px wide at 390"
     assert re.search(r"\d,\d{3}", bars(phone)[0][1])  # Spanish decimals
     save_screenshot(phone, "decoder-390x844-es")
+    phone.goto("/decoder?lang=es&present=1")  # the presenter's layout, stacked on a phone
+    expect(phone.locator("#next-bars .piece").first).to_be_visible()
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"/decoder?present=1 is {width} px wide at 390"

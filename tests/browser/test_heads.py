@@ -23,19 +23,28 @@ from tests.browser.test_teacher import heads_match_the_api, settled, type_like_a
 GQA = "/heads?heads=8&kv_heads=2&mask=causal"  # the grouped-query link of the lessons
 
 # Every panel of the figure of every head: its id, title (and the head its link opens), its
-# cells' colours and hover texts, whether it is outlined, and its title's box on screen.
-PANELS = """() => [...document.querySelectorAll('#fig-heads .hm-panel')].map((p) => {
+# cells' colours and hover texts (each cell's template filled from the panel's tip data, as
+# static/js/heatmap.js fills it), whether it is outlined, and its title's box on screen.
+PANELS = """() => {
+const tipTexts = (data) => data.v.map((v, k) => {
+  const i = Math.floor(k / data.c.length), j = k % data.c.length;
+  return data.t[data.k ? +data.k[k] : 0].replace(/\\{(v|[rc]\\d*|x\\d+)\\}/g, (_, name) =>
+    name === 'v' ? v : name[0] === 'r' ? data.r[i][+name.slice(1)]
+      : name[0] === 'c' ? data.c[j][+name.slice(1)] : data.x[+name.slice(1)][k]);
+});
+return [...document.querySelectorAll('#fig-heads .hm-panel')].map((p) => {
   const link = p.querySelector('.hm-title a');
   const box = p.querySelector('.hm-title').getBoundingClientRect();
   return {id: p.id, title: link.textContent,
           head: new URL(link.href).searchParams.get('head'),
           section: p.closest('.hm-section').querySelector('.hm-section-title').textContent,
           fills: [...p.querySelectorAll('.hm-cells rect')].map((r) => r.getAttribute('fill')),
-          tips: [...p.querySelectorAll('.hm-cells rect')].map((r) => r.dataset.tip),
+          tips: tipTexts(JSON.parse(p.querySelector('script.hm-data').textContent)),
           outlined: Boolean(p.querySelector('.hm-chosen')),
           left: Math.round(p.getBoundingClientRect().left),
           title_box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom}};
-})"""
+});
+}"""
 
 
 # The sections' headings in the order of the document: id, text and where each is on the

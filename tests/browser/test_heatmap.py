@@ -7,6 +7,7 @@ the app's stylesheets, script (by their plain names, which the server also answe
 Content-Security-Policy.
 """
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from app.core.i18n import use_locale
 from app.features.stages.page import HeadTexts, dot_hover
 from app.features.stages.results import OneHead, StageFields
-from app.figures.heatmap import Heatmap, HeatmapGroup, render, svg_document
+from app.figures.heatmap import Heatmap, HeatmapGroup, Tips, render, svg_document
 from app.web.security import content_security_policy
 from app.web.static import PREFIX
 from tests.browser.conftest import axe_violations
@@ -27,13 +28,13 @@ from tests.web.test_heatmap import SVG, TOKENS, heads, square, weights_map, work
 PATH = "/heatmap-test"
 
 
-def dots() -> list[list[str]]:
-    """The hover sentences of the worked example's Q·Kᵀ, as the stage strip writes them."""
+def dots() -> Tips:
+    """The hover arithmetic of the worked example's Q·Kᵀ, as the stage strip writes it."""
     stages = worked_stages()
     result = OneHead(
         **StageFields.values_of(stages), tokens=TOKENS, x=stages.q, d_k=2, scale_factor=1.0
     )
-    return dot_hover(HeadTexts(result), TOKENS)
+    return dot_hover(HeadTexts(result))
 
 
 def scores_map(selected_row: int = 1) -> Heatmap:
@@ -84,7 +85,7 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
     expect(tip).to_be_hidden()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('figure').id") == "fig-scores"
-    sentences = dots()
+    sentences = scores_map().tips
     expect(tip).to_have_text(sentences[1][0])  # the selected query first: "q_cat · k_The = …"
     assert sentences[1][0] == "q_cat · k_The = 0×0.5 + 1×1 = 1.000"
     steps = [
@@ -108,7 +109,8 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
 
 def test_hover_reads_a_cell_and_still_works_after_a_live_swap(heatmap_page) -> None:
     page = heatmap_page()
-    sentences = dots()
+    sentences = scores_map().tips
+    assert sentences[0][1] == "q_The · k_cat = 1×1 + 0.5×0 = 1.000"  # filled in by the script
     tip = page.locator("#fig-scores .hm-tip")
     top_cell = page.locator("#fig-scores .hm-cells > rect").nth(1)
     top_cell.hover()
@@ -155,9 +157,12 @@ def test_downloads_are_the_standalone_svg_and_a_png_named_after_the_title(heatma
     left, top, width, height = map(float, expected.get("viewBox").split())
     assert image.size == (round(width * 2), round(height * 2))
     colours = figure.rgb
-    for k, rect in enumerate(r for r in saved.iter(f"{SVG}rect") if r.get("data-tip")):
-        x = (float(rect.get("x")) + 4 - left) * 2  # inside the cell, clear of its number
-        y = (float(rect.get("y")) + 4 - top) * 2
+    # the cells are unit squares in a group scaled to the cell size: (j, i) → its pixels
+    grid = next(g for g in saved.iter(f"{SVG}g") if g.find(f"{SVG}g[@class='hm-cells']"))
+    at_x, at_y, size = map(float, re.findall(r"[\d.]+", grid.get("transform")))
+    for k, rect in enumerate(grid.find(f"{SVG}g[@class='hm-cells']")):
+        x = (at_x + float(rect.get("x")) * size + 4 - left) * 2  # in the cell, clear of its number
+        y = (at_y + float(rect.get("y")) * size + 4 - top) * 2
         pixel = image.getpixel((round(x), round(y)))
         assert max(abs(a - b) for a, b in zip(pixel, colours[k // 3, k % 3], strict=True)) <= 2
 
@@ -227,3 +232,41 @@ def test_without_javascript_every_heatmap_and_legend_is_there(browser: Browser, 
         expect(page.locator("#heads .hm-legend-svg")).to_be_visible()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(
+    ("lang", "weight", "masked", "output"),
+    [
+        (
+            "en",
+            "cat → The: e^0.707 / (e^0.707 + e^0.000) = 0.670",
+            "cat → sleeps: 0.707 + (−∞) = −∞ (hidden by the mask)",
+            "out_cat[0] = 0.67×1 + 0.33×0.5 + 0×1.5 = 0.835",
+        ),
+        (
+            "es",
+            "cat → The: e^0,707 / (e^0,707 + e^0,000) = 0,670",
+            "cat → sleeps: 0,707 + (−∞) = −∞ (oculta por la máscara)",
+            "out_cat[0] = 0,67×1 + 0,33×0,5 + 0×1,5 = 0,835",
+        ),
+    ],
+)
+def test_the_labs_hover_reads_the_worked_examples_arithmetic(
+    page: Page, lang: str, weight: str, masked: str, output: str
+) -> None:
+    """The lab on "The cat sleeps": the script fills each cell's sentence from the figure's
+    templates and operands, in the page's language, on hover and on keyboard focus."""
+    page.goto(f"/?lang={lang}")
+    for figure, (i, j), expected in (
+        ("fig-weights", (1, 0), weight),
+        ("fig-masked", (1, 2), masked),
+        ("fig-output", (1, 0), output),
+    ):
+        cols = page.locator(f"#{figure} .hm-cols text").count()
+        cell = page.locator(f"#{figure} .hm-cells > rect").nth(i * cols + j)
+        cell.scroll_into_view_if_needed()
+        cell.hover()
+        expect(page.locator(f"#{figure} .hm-tip")).to_have_text(expected)
+    page.locator("#fig-weights svg").focus()  # the keyboard starts on the selected query
+    page.keyboard.press("Home")
+    expect(page.locator("#fig-weights .hm-tip")).to_have_text(weight)

@@ -126,6 +126,13 @@ def test_the_sinks_policy_matches_transformers_with_the_same_4d_mask(
 # ---------------------------------------------------------------- the cache
 
 
+EVERY_POLICY = pytest.mark.parametrize(
+    "policy",
+    [dc.FULL, dc.CachePolicy("window", window=5), dc.CachePolicy("sinks", window=5, sinks=2)],
+    ids=["full", "window 5", "sinks 2 + window 5"],
+)
+
+
 def visible(n: int, policy: dc.CachePolicy) -> np.ndarray:
     """Written out again: key j ≤ i, within the last w, or among the first s."""
     allowed = np.zeros((n, n), dtype=bool)
@@ -136,11 +143,7 @@ def visible(n: int, policy: dc.CachePolicy) -> np.ndarray:
     return allowed
 
 
-@pytest.mark.parametrize(
-    "policy",
-    [dc.FULL, dc.CachePolicy("window", window=5), dc.CachePolicy("sinks", window=5, sinks=2)],
-    ids=["full", "window 5", "sinks 2 + window 5"],
-)
+@EVERY_POLICY
 def test_cached_decoding_equals_the_full_pass_with_the_policy_mask(
     decoder: LoadedDecoder, policy: dc.CachePolicy
 ) -> None:
@@ -165,6 +168,45 @@ def test_cached_decoding_equals_the_full_pass_with_the_policy_mask(
         assert (weights[:, ~visible(n, policy)] == 0).all()
     per_token = kv_cache_bytes_per_token(30, 3, 64, 4)  # fp32: 46,080 bytes
     assert d.cache_bytes == len(policy.kept(n - 1)) * per_token == 46_080 * len(d.cached_positions)
+
+
+@EVERY_POLICY
+def test_a_decoder_resumed_after_a_shared_prefix_equals_the_full_pass(
+    decoder: LoadedDecoder, policy: dc.CachePolicy
+) -> None:
+    """Another text that begins with the same 9 tokens: resumed from the first one's rows,
+    only its own rows are computed, and everything equals its pass from scratch."""
+    model, config = decoder.weights, decoder.weights.config
+    ids = decoder.tokenizer.encode(text(1)).ids  # 14 tokens
+    other = [*ids[:9], *decoder.tokenizer.encode(" the teacher").ids]
+    dtype = model.embedding.dtype
+
+    def observers(n: int) -> tuple[llama.AttentionLog, llama.KVRecord, llama.LayerWatch]:
+        log = llama.AttentionLog(config, n, [0, 29], lookback=3)
+        return log, llama.KVRecord(config, n, dtype), llama.LayerWatch(config, 29, n, dtype)
+
+    first = observers(len(ids))
+    llama.Decoder(model, len(ids), policy, observers=first).feed(ids)
+    resumed = observers(len(other))
+    d = llama.Decoder(model, len(other), policy, observers=resumed)
+    d.resume(first[1], 9)
+    for mine, earlier in zip(resumed, first, strict=True):
+        mine.resume(earlier, 9)  # type: ignore[arg-type]
+    assert d.cached_positions.tolist() == policy.kept(8).tolist()
+    rows = d.feed(other[9:])
+    scratch = observers(len(other))
+    full = llama.Decoder(model, len(other), policy, observers=scratch).feed(other)
+    np.testing.assert_allclose(rows, full[9:], rtol=2e-4, atol=2e-4)
+    (log, kv, watch), (log_0, kv_0, watch_0) = resumed, scratch
+    for mine, theirs in zip(log.per_row, log_0.per_row, strict=True):
+        np.testing.assert_allclose(mine, theirs, atol=1e-5)
+    for layer in (0, 29):
+        np.testing.assert_allclose(log.dense[layer], log_0.dense[layer], atol=1e-5)
+    np.testing.assert_allclose(kv.k, kv_0.k, atol=2e-4)
+    np.testing.assert_allclose(kv.v, kv_0.v, atol=2e-4)
+    np.testing.assert_allclose(watch.q, watch_0.q, atol=2e-4)
+    np.testing.assert_allclose(watch.x, watch_0.x, atol=2e-4)
+    assert d.cached_positions.tolist() == policy.kept(len(other) - 1).tolist()
 
 
 # ---------------------------------------------------------------- building blocks

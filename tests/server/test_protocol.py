@@ -52,6 +52,9 @@ PATIENT = {
     "MAX_CONCURRENT_REQUESTS": "64",
     "COMPUTE_SLOTS": "1",
 }
+# Slots for every request of a gathered group (probe_app's `together`), which then takes
+# its own turns.
+GATHERING = {**PATIENT, "COMPUTE_SLOTS": "16"}
 BIG_ANSWER = 16_000_000  # more than loopback's socket buffers take in
 
 
@@ -64,6 +67,12 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def patient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     with serve(PROBE, PATIENT, tmp_path_factory.mktemp("patient") / "out.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gathering(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serve(PROBE, GATHERING, tmp_path_factory.mktemp("gathering") / "out.log") as server:
         yield server
 
 
@@ -301,6 +310,7 @@ def test_requests_beyond_the_limit_get_503_and_health_checks_still_answer(quick:
             b"1",
         )
         assert ask(quick.address, get("/healthz"))[0] == 200
+        assert ask(quick.address, get("/static/js/lab.js"))[0] == 200  # never busy
     finally:
         for thread in sleepers:
             thread.join()
@@ -328,6 +338,44 @@ def test_requests_beyond_the_compute_slots_wait_their_turn(patient: Server) -> N
         thread.join()
     assert max(finished) >= 0.95  # one after the other: twice half a second
     assert ask(patient.address, get("/readyz"))[0] == 200
+
+
+def test_static_files_are_served_while_every_compute_slot_is_taken(patient: Server) -> None:
+    """The one slot is held by a request that ends only once a static file has reached the
+    app: the file is served, then the holder."""
+    holder: list[int] = []
+    thread = threading.Thread(target=lambda: holder.append(ask(patient.address, get("/wait"))[0]))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while ask(patient.address, get("/readyz"))[0] != 503:  # the holder has the slot
+            assert time.monotonic() < deadline, "the holder never took the slot"
+            time.sleep(0.05)
+        assert ask(patient.address, get("/static/vendor/plotly.min.js"))[0] == 200
+    finally:
+        thread.join()
+    assert holder == [200]
+
+
+def test_a_request_whose_client_left_while_it_waited_is_never_computed(patient: Server) -> None:
+    """While the one slot is held, a client asks and leaves; once the slot is free, its
+    request is logged 499 and never reaches the app."""
+    holder = threading.Thread(target=ask, args=(patient.address, get("/wait")))
+    holder.start()
+    try:
+        while ask(patient.address, get("/readyz"))[0] != 503:  # the holder has the slot
+            time.sleep(0.05)
+        with connect(patient.address) as s:
+            s.sendall(get("/left-early", "X-Request-ID: left-early-in-line"))
+        # Asked after it left, on another connection: the server has read the leaving.
+        assert ask(patient.address, get("/healthz"))[0] == 200
+        status, _, body = ask(patient.address, get("/static/seen"))  # frees the slot
+        assert status == 200
+    finally:
+        holder.join()
+    assert patient.line_of("left-early-in-line")["status"] == 499
+    status, _, body = ask(patient.address, get("/static/seen"))
+    assert "/left-early" not in orjson.loads(body)["seen"]
 
 
 def test_beyond_the_connection_cap_the_longest_waiting_connections_are_closed(
@@ -404,13 +452,13 @@ def rss_bytes(pid: int) -> int:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
 
 
-def unread(server: Server, count: int, after: float = 0) -> list[socket.socket]:
-    """`count` connections that ask for a 16 MB answer and never read it; each answer takes
-    `after` seconds to make, in the one compute slot: they are written one after another."""
+def unread(server: Server, count: int, query: str = "") -> list[socket.socket]:
+    """`count` connections that ask for a 16 MB answer (`query`: more of the probe's
+    parameters) and never read it."""
     readers = []
     for _ in range(count):
         s = connect(server.address)
-        s.sendall(get(f"/bytes?size={BIG_ANSWER}&after={after}", close=False))
+        s.sendall(get(f"/bytes?size={BIG_ANSWER}{query}", close=False))
         readers.append(s)
     return readers
 
@@ -421,19 +469,38 @@ def closed_early(s: socket.socket, seconds: float = 5) -> bool:
     return len(read_until_closed(s)) < BIG_ANSWER
 
 
+def head_of(s: socket.socket) -> tuple[dict[bytes, bytes], int]:
+    """The headers of the answer arriving on `s`, and how many bytes of its body came with
+    them."""
+    s.settimeout(60)
+    raw = b""
+    while b"\r\n\r\n" not in raw and (chunk := s.recv(1 << 16)):
+        raw += chunk
+    _, headers, body = answer(raw)
+    return headers, len(body)
+
+
 def test_answers_made_together_and_not_read_are_bounded_by_closing_the_oldest(
-    patient: Server,
+    gathering: Server,
 ) -> None:
-    """Twelve 16 MB answers asked for together and not read, against 8 MB for all: as each
-    is written, the one before is closed, and the server grows by a few answers, not twelve
-    (their memory goes back to the system: app/server/run.py's map_large_blocks)."""
-    before = rss_bytes(patient.process.pid)
-    readers = unread(patient, 12, after=0.1)
+    """Twelve 16 MB answers asked for together and not read, against 8 MB for all: made once
+    all twelve requests are in (whatever order they arrived in), one after another, each
+    written closes the one before. Once every head has come, the server holds a few answers,
+    not twelve (their memory goes back to the system: app/server/run.py's map_large_blocks),
+    and only the answer made last is read whole."""
+    before = rss_bytes(gathering.process.pid)
+    readers = unread(gathering, 12, "&together=12")
     try:
-        time.sleep(1.5)
-        assert rss_bytes(patient.process.pid) - before < 4 * BIG_ANSWER
-        assert not closed_early(readers[-1], 60)  # read whole; made last, after the others
-        assert all(closed_early(s) for s in readers[:-1])
+        heads = [head_of(s) for s in readers]  # each comes as its answer is made
+        grown = rss_bytes(gathering.process.pid) - before
+        turns = [int(headers[b"x-made"]) for headers, _ in heads]
+        assert sorted(turns) == list(range(1, 13))
+        assert grown < 4 * BIG_ANSWER
+        whole = [
+            started + len(read_until_closed(s)) == BIG_ANSWER
+            for s, (_, started) in zip(readers, heads, strict=True)
+        ]
+        assert whole == [turn == 12 for turn in turns]
     finally:
         for s in readers:
             s.close()

@@ -21,6 +21,7 @@ from app.figures.heatmap import (
     Heatmap,
     HeatmapGroup,
     PanelSection,
+    Tips,
     categorical_scale,
     png_bytes,
     render,
@@ -35,6 +36,7 @@ from app.figures.heatmap.svg import section_cells
 from app.math.attention import attend, causal_mask
 from app.web.classroom import presenting
 from app.web.templating import environment
+from tests.heatmap_tips import tip_texts
 
 SVG = "{http://www.w3.org/2000/svg}"
 TOKENS = list(WORKED_TOKENS)
@@ -229,10 +231,28 @@ def test_a_figure_without_hidden_cells_says_nothing_of_them() -> None:
 
 def test_hover_texts_are_the_views_sentences_or_query_key_value() -> None:
     hover = [[f"q{i} · k{j} = …" for j in range(3)] for i in range(3)]
-    with_hover = cells(svg_of(render(weights_map(hover=hover))))
-    assert [r.get("data-tip") for r in with_hover][:2] == ["q0 · k0 = …", "q0 · k1 = …"]
-    plain = cells(svg_of(render(weights_map())))
-    assert plain[3].get("data-tip") == "cat → The: 0.670"
+    with_hover = tip_texts(render(weights_map(hover=hover)), "fig-weights")
+    assert with_hover[0][:2] == ["q0 · k0 = …", "q0 · k1 = …"]
+    plain = tip_texts(render(weights_map()), "fig-weights")
+    assert plain[1][0] == "cat → The: 0.670"
+    assert plain[1][2] == "cat → sleeps: 0"  # hidden: its hidden text
+
+
+def test_hover_templates_carry_each_operand_once() -> None:
+    """A template filled per cell from its row's, column's and cell's operands, and the
+    hidden cells' own template: the markup holds each number once, not a sentence a cell."""
+    tips = Tips(
+        ("{r} · {c}: {r1}×{c1} = {v} ({x0})", "{r} · {c} hidden"),
+        rows=[["a0"], ["a1"], ["a2"]],
+        cols=[["b0"], ["b1"], ["b2"]],
+        cells=([[f"x{i}{j}" for j in range(3)] for i in range(3)],),
+    )
+    markup = str(render(weights_map(hover=tips)))
+    texts = tip_texts(markup, "fig-weights")
+    assert texts[1][0] == "cat · The: a1×b0 = 0.670 (x10)"
+    assert texts[1][2] == "cat · sleeps hidden"
+    assert texts == weights_map(hover=tips).tips  # the view's sentences, the same
+    assert markup.count("a1") == 1
 
 
 def test_token_labels_and_texts_are_escaped() -> None:
@@ -243,7 +263,7 @@ def test_token_labels_and_texts_are_escaped() -> None:
     assert "<i>" not in markup
     svg = svg_of(markup)
     assert texts(svg, "hm-rows") == tokens  # read back as typed
-    assert cells(svg)[1].get("data-tip") == "<b> → &amp;: 0"
+    assert tip_texts(markup, "fig-weights")[0][1] == "<b> → &amp;: 0"
     ET.fromstring(svg_document(figure))  # still well-formed
 
 
@@ -334,7 +354,7 @@ def test_spanish_pages_get_decimal_commas_and_spanish_words() -> None:
         markup = str(render(weights_map()))
     svg = svg_of(markup)
     assert texts(svg, "hm-nums")[3] == "0,670"
-    assert cells(svg)[3].get("data-tip") == "cat → The: 0,670"
+    assert tip_texts(markup, "fig-weights")[1][0] == "cat → The: 0,670"
     legend = [t.text for t in svg.iter(f"{SVG}text")]
     assert {"0", "0,25", "0,5", "0,75", "1"} <= set(legend)
     for english in ("hidden (", "Heatmap of", "Download", "Point at"):

@@ -28,6 +28,7 @@ PAGES = [
     "/?tokens=The+cat+sleeps+%3Cpad%3E&pad=3&query=1",
     "/?mask=window&window=2&query=99",
     "/?tokens=one",
+    "/shuffle?tokens=the+cat+saw+the+cat&mask=bidirectional&positional=rope",
     *(f"/walkthrough?step={name}" for name in STEP_NAMES),
     "/walkthrough?predict=1&step=weights",
     "/heads",

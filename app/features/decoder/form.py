@@ -3,7 +3,7 @@
 import re
 from typing import Annotated, Literal, Self
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from app.core.errors import InputError
@@ -25,18 +25,18 @@ MODEL_LAYERS, MODEL_HEADS = 30, 9  # SmolLM2-135M's shape (its GGUF file says so
 HEAD_KEY = re.compile(r"([0-9]{1,2})\.([0-9])", re.ASCII)  # "17.4": layer 17, query head 4
 
 
-def head_key(value: object) -> object:
-    """ "17.4" → (17, 4): a head switched off, as the page's links write it."""
+def head_key(value: object, info: ValidationInfo) -> object:
+    """ "17.4" → (17, 4): a head (switched off, or picked in the grid) as the page writes it."""
     if isinstance(value, str):
         found = HEAD_KEY.fullmatch(value.strip())
         if not found or int(found[1]) >= MODEL_LAYERS or int(found[2]) >= MODEL_HEADS:
             raise PydanticCustomError(
                 "head_key",
                 gettext(
-                    "off takes a head as layer.head, layer 0 to %(layers)s and head 0 to "
+                    "%(field)s takes a head as layer.head, layer 0 to %(layers)s and head 0 to "
                     "%(heads)s, such as 17.4; not {value}"
                 )
-                % {"layers": MODEL_LAYERS - 1, "heads": MODEL_HEADS - 1},
+                % {"field": info.field_name, "layers": MODEL_LAYERS - 1, "heads": MODEL_HEADS - 1},
                 {"value": value[:12]},
             )
         return int(found[1]), int(found[2])
@@ -67,15 +67,21 @@ class DecoderForm(PageForm):
     query: OptionalWhole = Field(None, ge=0, le=MAX_PROMPT_TOKENS - 1)
     off: list[HeadKey] = Field([], max_length=270)
     go: Literal["generate"] | None = None  # the Generate button's one-off value
+    pick: HeadKey | None = None  # a cell of the grid of every head: open that head
 
     def snapped(self) -> Self:
-        """The Generate button applied: a length of 0 becomes GENERATE_BUTTON."""
-        generate = GENERATE_BUTTON if self.go and self.generate == 0 else self.generate
-        return self.model_copy(update={"generate": generate, "go": None})
+        """The one-off buttons applied: Generate makes a length of 0 GENERATE_BUTTON; a
+        head picked in the grid becomes the layer and head shown, at the last token."""
+        changes: dict[str, object] = {"go": None, "pick": None}
+        if self.go and self.generate == 0:
+            changes["generate"] = GENERATE_BUTTON
+        if self.pick is not None:
+            changes.update(layer=self.pick[0], head=self.pick[1], query=None)
+        return self.model_copy(update=changes)
 
     def state(self, **changes: object) -> list[tuple[str, object]]:
         """The parameters this state's links carry: only those that apply."""
-        values = self.model_dump(exclude={"go", "off"}) | changes
+        values = self.model_dump(exclude={"go", "off", "pick"}) | changes
         if values["method"] == "greedy":
             for name in ("temperature", "top_k", "seed"):
                 values.pop(name)

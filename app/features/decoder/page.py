@@ -7,7 +7,6 @@ long text's three runs and the induction test do not depend on the prompt and ar
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ from pydantic import ValidationError
 
 from app.core.background import OnceInBackground
 from app.core.errors import BusyError, InputError, ModelUnavailableError, validation_errors
-from app.core.i18n import N_, format_number, gettext
+from app.core.i18n import N_, format_numbers, format_rows, gettext
 from app.features.decoder.charts import Bar, LineChart, bars, line_chart, shown_piece
 from app.features.decoder.form import MODEL_HEADS, MODEL_LAYERS, DecoderForm
 from app.features.decoder.measure import DecodeTiming, decode_timing
@@ -53,11 +52,13 @@ ROLE_NAMES = {  # as the grid's cells name them, short (the legend says them in 
     "broad": N_("broad"),
     "induction": N_("induct."),
 }
-LAYER_MARK, HEAD_MARK = 987654321, 876543210  # placeholders in a link, never real values
 KEPT_RUNS = 24
 KEPT_WAIT_S = 600.0  # only a caller that chooses to wait for one (a test, a benchmark) waits
 KEPT_BUSY = "the decoder's runs on the long text are still going on this server"
 ROLE_NUMBERS = ("previous", "self", "first", "entropy")
+# The head's stages on this page: "weight × V for the query" is left out, its numbers being
+# the "Weight × V" column of the query's table right below the strip.
+HEAD_STAGES = ("scores", "scaled", "masked", "weights", "output")
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16"}  # numpy's name → the cost calculator's
 
 
@@ -82,7 +83,8 @@ class StepView:
 
 @dataclass(frozen=True)
 class HeadCell:
-    """One head in the grid of every head: what it mostly does, and its link."""
+    """One head in the grid of every head: what it mostly does. Its cell is a button of the
+    page's form (pick=layer.head), not a link: the state is written once, in the form."""
 
     layer: int
     head: int
@@ -90,7 +92,6 @@ class HeadCell:
     name: str  # the role as the cell shows it, translated
     value: float | None  # that role's mean weight (or the induction score)
     numbers: str  # previous, self, first, entropy, induction: the cell's title
-    link: str
     off: bool
     selected: bool
 
@@ -178,6 +179,10 @@ class DecoderView:
         return 503 if self.loading or self.unavailable else None
 
     @property
+    def head_stages(self) -> tuple[str, ...]:
+        return HEAD_STAGES
+
+    @property
     def layer_choices(self) -> list[tuple[str, str]]:
         return [(str(i), str(i)) for i in range(MODEL_LAYERS)]
 
@@ -194,17 +199,9 @@ class DecoderView:
         prompt = self.result.tokens[: self.result.prompt_length]
         return last + [(str(i), f"{i}: {shown_piece(t)}") for i, t in enumerate(prompt)]
 
-    @cached_property
-    def _head_link_parts(self) -> tuple[str, str]:
-        """This state's link with {layer} and {head} to fill in, encoded once: the grid has
-        270 links."""
-        marked = url("/decoder", self.form.state(layer=LAYER_MARK, head=HEAD_MARK, query=None))
-        before, rest = marked.split(str(LAYER_MARK), 1)
-        return before, rest
-
     def head_link(self, layer: int, head: int) -> str:
-        before, rest = self._head_link_parts
-        return f"{before}{layer}{rest}".replace(str(HEAD_MARK), str(head), 1)
+        """This state with another head open (the layer maps' titles, the induction list)."""
+        return url("/decoder", self.form.state(layer=layer, head=head, query=None))
 
 
 # ---------------------------------------------------------------- runs kept per process
@@ -334,7 +331,8 @@ def role_of(role: dict[str, Any], induction: float | None) -> tuple[str, float |
 def head_grid(
     result: DecoderResult, view: DecoderView, induction: DecoderResult | None
 ) -> list[list[HeadCell]]:
-    """Every head, a row per layer, its columns in key/value groups."""
+    """Every head, a row per layer, its columns in key/value groups; the 270 cells' numbers
+    formatted in one pass."""
     off = {tuple(pair) for pair in result.ablate}
     chosen = (view.form.layer, view.form.head)
     scores = (
@@ -342,25 +340,29 @@ def head_grid(
         if induction is None or induction.induction is None
         else np.asarray(induction.induction)
     )
+    roles = [[dict(role) for role in row] for row in result.roles]
+    numbers = [[role[k] for k in ROLE_NUMBERS] for row in roles for role in row]
+    shown = iter(format_rows(numbers, 2))
+    shown_scores = iter(format_numbers([] if scores is None else scores.ravel(), 2))
+    sentence = gettext(
+        "layer %(layer)s head %(head)s: previous %(previous)s, self %(self)s, "
+        "first token %(first)s, entropy %(entropy)s nats"
+    )
+    induction_sentence = gettext("induction %(score)s")
+    names = {kind: gettext(name) for kind, name in ROLE_NAMES.items()} | {"": ""}
     grid = []
-    for layer, row in enumerate(result.roles):
+    for layer, row in enumerate(roles):
         cells = []
         for head, role in enumerate(row):
             score = None if scores is None else float(scores[layer, head])
-            kind, value = role_of(dict(role), score)
-            shown = {k: format_number(float(role[k]), 2) for k in ROLE_NUMBERS}
-            numbers = gettext(
-                "layer %(layer)s head %(head)s: previous %(previous)s, self %(self)s, "
-                "first token %(first)s, entropy %(entropy)s nats"
-            ) % {"layer": layer, "head": head, **shown}
+            kind, value = role_of(role, score)
+            texts = dict(zip(ROLE_NUMBERS, next(shown), strict=True))
+            title = sentence % {"layer": layer, "head": head, **texts}
             if score is not None:
-                numbers += " · " + gettext("induction %(score)s") % {
-                    "score": format_number(score, 2)
-                }
+                title += " · " + induction_sentence % {"score": next(shown_scores)}
             cells.append(
                 HeadCell(
-                    layer, head, kind, gettext(ROLE_NAMES[kind]) if kind else "", value, numbers,
-                    view.head_link(layer, head),
+                    layer, head, kind, names[kind], value, title,
                     (layer, head) in off, (layer, head) == chosen,
                 )
             )  # fmt: skip

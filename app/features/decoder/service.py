@@ -14,6 +14,7 @@ from app.core.budget import check_answer
 from app.core.errors import InputError
 from app.core.i18n import gettext
 from app.core.limits import MAX_ALL_WEIGHTS_TOKENS, MAX_PROMPT_TOKENS
+from app.features.decoder.prefill import Prefilled, PrefillKey, prefills
 from app.features.decoder.results import (
     CacheUsed,
     Candidate,
@@ -137,18 +138,38 @@ def check_request(req: DecoderRequest, config: llama.LlamaConfig, n: int) -> Non
         )
 
 
-def prompt_surprisal(
-    h: np.ndarray, ids: list[int], model: llama.LlamaWeights
-) -> tuple[list[float | None], np.ndarray]:
-    """−ln p of each prompt token after the ones before it (None for the first), and the
-    logits after the last one; unembedded a block of rows at a time."""
+@dataclass(frozen=True)
+class Resumed:
+    """An earlier request's prompt sharing the first `rows` tokens with this one."""
+
+    kept: Prefilled
+    rows: int
+
+
+def prompt_rows(
+    hidden: np.ndarray, ids: list[int], model: llama.LlamaWeights, earlier: Resumed | None
+) -> tuple[list[float | None], np.ndarray, np.ndarray]:
+    """−ln p of each prompt token after the ones before it (None for the first), each row's
+    normaliser (ln Σ exp of its logits), and the logits after the last token. The rows an
+    earlier request computed keep their values; the new ones are unembedded a block at a
+    time (the last row again when none is new: its logits are not kept)."""
+    n = len(ids)
+    r = 0 if earlier is None else earlier.rows
     values: list[float | None] = [None]
+    normaliser = np.empty(n, dtype=hidden.dtype)
+    if earlier is not None:
+        values, normaliser[:r] = earlier.kept.surprisal[:r], earlier.kept.normaliser[:r]
+    if 0 < r < n:  # token r after the kept row r − 1: its normaliser and one dot product
+        logit = hidden[r - 1] @ model.embedding[ids[r]]
+        values = [*values, float(sm.surprisal_of(normaliser[r - 1], logit))]
     logits = np.empty(0)
-    for start in range(0, len(ids), LOGIT_ROWS):
-        logits = llama.unembed(h[start : start + LOGIT_ROWS], model)  # (r, vocab)
+    for start in range(min(r, n - 1), n, LOGIT_ROWS):
+        logits = llama.unembed(hidden[start : start + LOGIT_ROWS], model)  # (b, vocab)
+        normaliser[start : start + len(logits)] = sm.log_normaliser(logits)
         targets = np.asarray(ids[start + 1 : start + 1 + LOGIT_ROWS], dtype=np.int64)
-        values += sm.surprisal(logits[: len(targets)], targets).tolist()
-    return values, logits[-1]
+        picked = logits[np.arange(len(targets)), targets]
+        values = [*values, *sm.surprisal_of(normaliser[start : start + len(targets)], picked)]
+    return [None if v is None else float(v) for v in values], normaliser, logits[-1]
 
 
 def head_roles(log: llama.AttentionLog, n: int) -> list[list[DecoderRole]]:
@@ -190,7 +211,8 @@ def compute_decoder(
 @dataclass
 class Run:
     """What decoding one request produced: the whole sequence, its surprisal, the logits
-    after its last token, the generated steps, and the decoder holding the caches."""
+    after its last token, the generated steps, the decoder holding the caches, and its
+    prompt's rows for the next request that begins the same way."""
 
     ids: list[int]
     surprisal: list[float | None]
@@ -198,16 +220,55 @@ class Run:
     steps: list[Step]
     stopped: Literal["length", "end"] | None
     decoder: llama.Decoder
+    prefilled: Prefilled
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What watches the layers as they compute, each able to resume from an earlier one."""
+
+    log: llama.AttentionLog
+    kv: llama.KVRecord
+    watch: llama.LayerWatch | None
+
+    @property
+    def observers(self) -> list[llama.Observer]:
+        return [self.log, self.kv] if self.watch is None else [self.log, self.kv, self.watch]
+
+    def resume(self, decoder: llama.Decoder, earlier: Resumed) -> None:
+        kept, r = earlier.kept, earlier.rows
+        decoder.resume(kept.kv, r)
+        self.log.resume(kept.log, r)
+        self.kv.resume(kept.kv, r)
+        if self.watch is not None and kept.watch is not None:
+            self.watch.resume(kept.watch, r)
 
 
 def decode(
-    req: DecoderRequest, loaded: LoadedDecoder, ids: list[int], decoder: llama.Decoder
+    req: DecoderRequest,
+    loaded: LoadedDecoder,
+    ids: list[int],
+    decoder: llama.Decoder,
+    observed: Observed,
+    earlier: Resumed | None,
 ) -> Run:
-    """Prefill the prompt, then generate one token at a time, each step's candidates kept."""
+    """Prefill the prompt (after the rows an earlier request shares with it), then generate
+    one token at a time, each step's candidates kept."""
     model = loaded.weights
-    surprisal, logits = prompt_surprisal(decoder.feed(ids), ids, model)
+    hidden = np.empty((len(ids), model.config.d_model), dtype=model.embedding.dtype)
+    r = 0
+    if earlier is not None:
+        observed.resume(decoder, earlier)
+        r = earlier.rows
+        hidden[:r] = earlier.kept.hidden[:r]
+    if r < len(ids):
+        hidden[r:] = decoder.feed(ids[r:])
+    surprisal, normaliser, logits = prompt_rows(hidden, ids, model, earlier)
+    prefilled = Prefilled(
+        tuple(ids), observed.kv, observed.log, observed.watch, hidden, normaliser, surprisal
+    )
     sampler = sm.Sampler(**req.sampling.model_dump())
-    run = Run(list(ids), surprisal, logits, [], None, decoder)
+    run = Run(list(ids), list(surprisal), logits, [], None, decoder, prefilled)
     for _ in range(req.generate):
         top = candidates(loaded, run.logits, req.top)
         token, p_sampled = sampler.choose(run.logits)
@@ -262,13 +323,20 @@ def decode_request(
 
     policy = req.cache.policy_used()
     length = req.repeat_random.length if req.repeat_random else None
-    log = llama.AttentionLog(config, longest, dense, None if length is None else length - 1)
-    watch = llama.LayerWatch(config, layer, longest, model.embedding.dtype)
-    observers = [log, watch] if req.head is not None else [log]
+    lookback = None if length is None else length - 1
+    dtype = model.embedding.dtype
+    log = llama.AttentionLog(config, longest, dense, lookback)
+    watch = llama.LayerWatch(config, layer, longest, dtype) if req.head is not None else None
+    observed = Observed(log, llama.KVRecord(config, longest, dtype), watch)
     off = sorted({(layer, head) for layer, head in req.ablate})
     capacity = cache_capacity(policy, len(prompt), longest)
-    decoder = llama.Decoder(model, capacity, policy, off, observers, check)
-    run = decode(req, loaded, prompt, decoder)
+    decoder = llama.Decoder(model, capacity, policy, off, observed.observers, check)
+    key = PrefillKey(
+        id(model), policy, tuple(off), tuple(dense), None if watch is None else layer, lookback
+    )
+    found = prefills.longest(key, prompt)
+    run = decode(req, loaded, prompt, decoder, observed, found and Resumed(*found))
+    prefills.keep(key, run.prefilled)
     n = len(run.ids)
 
     extra: dict[str, object] = {}
@@ -283,7 +351,7 @@ def decode_request(
         extra.update(weights=log.dense[layer][:, :n, :n], weights_layer=layer)
     elif req.weights == "all":
         extra["weights"] = np.stack([log.dense[i][:, :n, :n] for i in dense])
-    if req.head is not None:
+    if watch is not None:
         extra["stages"] = head_stages(req, loaded, watch, policy, run.ids)
         extra["kv_head"] = config.kv_head(req.head)
     if off:

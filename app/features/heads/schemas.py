@@ -16,9 +16,9 @@ from app.core.budget import sized
 from app.features.stages.results import OneHead, StageFields
 from app.features.stages.schemas import (
     HeadCount,
-    Matrix,
+    InputMatrix,
+    InputTensor,
     SequenceRequest,
-    Tensor,
     Width,
     matrix_width,
 )
@@ -51,14 +51,14 @@ class HeadsRequest(SequenceRequest):
     d_head: Width | None = Field(
         None, description="Width of every head's q, k and v (default: from w_q, else 2)."
     )
-    w_q: Tensor | None = Field(None, description="h × d_model × d_head query projections.")
-    w_k: Tensor | None = Field(None, description="g × d_model × d_head key projections.")
-    w_v: Tensor | None = Field(None, description="g × d_model × d_head value projections.")
-    w_o: Matrix | None = Field(None, description="(h · d_head) × d_model output projection.")
+    w_q: InputTensor | None = Field(None, description="h × d_model × d_head query projections.")
+    w_k: InputTensor | None = Field(None, description="g × d_model × d_head key projections.")
+    w_v: InputTensor | None = Field(None, description="g × d_model × d_head value projections.")
+    w_o: InputMatrix | None = Field(None, description="(h · d_head) × d_model output projection.")
 
     @field_validator("w_q", "w_k", "w_v")
     @classmethod
-    def matrices_not_ragged(cls, value: list[Matrix] | None, info: ValidationInfo) -> Any:
+    def matrices_not_ragged(cls, value: list[InputMatrix] | None, info: ValidationInfo) -> Any:
         for i, matrix in enumerate(value or []):
             matrix_width(f"{info.field_name}[{i}]", matrix, (i,))  # pydantic adds the field
         return value

@@ -21,7 +21,7 @@ out would give other numbers. Its `request()` is the /api/attention request, its
 the canonical URL.
 """
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
@@ -39,12 +39,17 @@ from app.core.limits import (
     MAX_TOKEN_CHARS,
 )
 from app.features.lab.schemas import AttentionRequest
-from app.features.lab.service import default_query, generated_projection, generated_x
+from app.features.lab.service import (
+    HeadInputs,
+    default_query,
+    generated_projection,
+    generated_x,
+)
 from app.features.stages.schemas import MaskSpec
 from app.math import attention as att
 from app.math.positional import KINDS, Positional
 from app.settings import Settings
-from app.web.pages import DECIMAL, PageForm, Whole
+from app.web.pages import DECIMAL, PageForm, Problem, Whole
 
 MATRICES = ("x", "w_q", "w_k", "w_v")
 PROJECTIONS = ("w_q", "w_k", "w_v")
@@ -65,7 +70,7 @@ DEFAULT_WINDOW = 2
 # The longest text worth reading: the most tokens a server may take, each at its longest.
 TOKENS_MAX_CHARS = HARD_MAX_TOKENS * (MAX_TOKEN_CHARS + 1)
 
-Matrix = list[list[float]]
+GridRows = list[list[float]]  # the numbers of one grid field, row by row, as typed
 
 
 def text_limits(settings: Settings) -> dict[str, int]:
@@ -97,7 +102,7 @@ def number(text: str, where: str) -> float:
     )
 
 
-def grid(values: Any, info: ValidationInfo) -> Matrix:
+def grid(values: Any, info: ValidationInfo) -> GridRows:
     """ "1,0;0,1" → [[1, 0], [0, 1]]; one value per cell (a form without JavaScript) → one
     row of all the cells in order, which `fitted` splits into rows of the matrix's width.
     Nothing but empty values: not given."""
@@ -196,7 +201,17 @@ def one_of(choices: tuple[str, ...], sentence: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-Grid = Annotated[Matrix, BeforeValidator(grid)]
+Grid = Annotated[GridRows, BeforeValidator(grid)]
+
+
+class Fitted(NamedTuple):
+    """A state fitted (LabForm.fitted): the form as computed, its inputs resolved once, what
+    the URL asked for that cannot be, and what was adjusted to the tokens."""
+
+    form: "LabForm"
+    inputs: HeadInputs
+    problems: list[Problem]
+    notes: list[str]
 
 
 class LabForm(PageForm):
@@ -245,9 +260,10 @@ class LabForm(PageForm):
 
     # ------------------------------------------------------------------ fitting
 
-    def fitted(self) -> tuple[Self, list[str]]:
-        """The parts made to agree and every input resolved, once, with notes on what was
-        used instead of what the URL said.
+    def fitted(self) -> Fitted:
+        """The parts made to agree and every input resolved, once; what the URL asked for that
+        cannot be (an empty text, a query past the last token) is a problem, said with what
+        is shown instead, and what was only adjusted to the tokens is a note.
 
         An edit changes only what was edited: the tokens that stay keep their x rows and only
         new tokens get generated ones; a wider d_model, d_k or d_v keeps every column there is
@@ -256,13 +272,12 @@ class LabForm(PageForm):
         applied here (generating everything again is what the buttons are for). The form
         returned writes out every width, the query, and the matrices that differ from what
         the text and seed generate."""
+        problems: list[Problem] = []
         notes: list[str] = []
         text = self.tokens
         if text is not None and not text.split():
-            notes.append(
-                gettext("tokens: the text is empty, so the worked example's “%(text)s” is shown")
-                % {"text": " ".join(rules.WORKED_TOKENS)}
-            )
+            said = gettext("tokens: the text is empty, so the worked example's “%(text)s” is shown")
+            problems.append(Problem("tokens", said % {"text": " ".join(rules.WORKED_TOKENS)}))
             text = None
         tokens = text.split() if text is not None else list(rules.WORKED_TOKENS)
         n = len(tokens)
@@ -275,7 +290,7 @@ class LabForm(PageForm):
         d_k = self.d_k or next((len(w[0]) for w in (self.w_q, self.w_k) if w), d_model)
         d_v = self.d_v or (len(self.w_v[0]) if self.w_v else d_model)
         widths = {"x": d_model, "w_q": d_k, "w_k": d_k, "w_v": d_v}
-        cells: dict[str, Matrix | None] = {}
+        cells: dict[str, GridRows | None] = {}
         for name in MATRICES:
             given = getattr(self, name)
             cells[name] = (
@@ -295,10 +310,8 @@ class LabForm(PageForm):
         }
         query = default_query(n, worked) if self.query is None else self.query
         if query >= n:
-            notes.append(
-                gettext("query %(given)s is past the last token (%(last)s): showing %(last)s")
-                % {"given": query, "last": n - 1}
-            )
+            said = gettext("query %(given)s is past the last token (%(last)s): showing %(last)s")
+            problems.append(Problem("query", said % {"given": query, "last": n - 1}))
             query = n - 1
         seed = self.seed
         if self.action is not None:  # what leaving a matrix out gives may change with it
@@ -337,7 +350,19 @@ class LabForm(PageForm):
                 )
                 % {"positions": ", ".join(map(str, past)), "last": n - 1}
             )
-        return fitted, notes
+        inputs = HeadInputs(
+            tokens,
+            used["x"],
+            used["w_q"],
+            used["w_k"],
+            used["w_v"],
+            fitted.mask_spec(),
+            fitted.scale,
+            query,
+            fitted.positional,
+            given=("d_model", "d_k", "d_v", *written),
+        )
+        return Fitted(fitted, inputs, problems, notes)
 
     def fitted_pattern(self, n: int) -> list[list[bool]] | None:
         """The custom pattern, n × n: as given (the URL's rows or a form's ticked cells),
@@ -421,7 +446,7 @@ class LabForm(PageForm):
         return params
 
 
-def in_rows(cells: Matrix, width: int, height: int) -> Matrix | None:
+def in_rows(cells: GridRows, width: int, height: int) -> GridRows | None:
     """A grid as rows: as given, or a form's cells (one row holding all of them) split into
     rows of `width`; None when those cells do not fill whole rows."""
     if height == 1 or len(cells) != 1 or len(cells[0]) == width:
@@ -432,7 +457,7 @@ def in_rows(cells: Matrix, width: int, height: int) -> Matrix | None:
     return [flat[r : r + width] for r in range(0, len(flat), width)]
 
 
-def grown(matrix: Matrix, fresh: np.ndarray) -> np.ndarray:
+def grown(matrix: GridRows, fresh: np.ndarray) -> np.ndarray:
     """`fresh`'s shape, with the entries `matrix` has where the two overlap."""
     old = np.asarray(matrix, dtype=float)
     out = fresh.copy()

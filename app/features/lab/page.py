@@ -15,7 +15,7 @@ from app.core.i18n import N_, format_number, format_size, gettext
 from app.core.limits import MAX_GRID_WIDTH
 from app.features.lab.form import LABELS, MASK_MODES, LabForm, text_limits
 from app.features.lab.schemas import AttentionResult
-from app.features.lab.service import compute_attention
+from app.features.lab.service import checked, compute_attention, compute_head
 from app.features.stages.page import HeadStages, head_stages
 from app.features.stages.service import PositionDemo, mask_of, position_demo
 from app.math.cost import score_bytes, score_entries
@@ -39,6 +39,17 @@ class LabHead:
     def state(self) -> list[tuple[str, Any]]:
         """The canonical parameters, in URL order."""
         return self.form.state()
+
+    def page(self, template: str, fragment: str, view: Any) -> Page:
+        """A page of this state: its problems, its notes and its canonical state."""
+        return Page(
+            template=template,
+            fragment=fragment,
+            view=view,
+            problems=self.problems,
+            notes=self.notes,
+            state=self.state,
+        )
 
 
 def as_problems(error: InputError | ValidationError) -> list[Problem]:
@@ -80,8 +91,8 @@ def lab_head(
     problems, notes = list(problems), [*notes, *cut_notes]
     for _ in range(2):
         try:
-            fitted, fit_notes = form.fitted()
-            result = compute_attention(fitted.request(), settings)
+            fitted, inputs, fit_problems, fit_notes = form.fitted()
+            result = compute_head(checked(inputs, settings), settings)
         except (InputError, ValidationError) as error:
             said = as_problems(error)
             problems += said
@@ -91,11 +102,15 @@ def lab_head(
         if form.action is not None:
             before = form.model_copy(update={"action": None}).fitted()[0].state()
         return LabHead(
-            form=fitted, result=result, problems=problems, notes=notes + fit_notes, before=before
+            form=fitted,
+            result=result,
+            problems=problems + fit_problems,
+            notes=notes + fit_notes,
+            before=before,
         )
-    fitted, _ = at_defaults(form, LabForm.model_fields).fitted()
+    fitted, inputs, _, _ = at_defaults(form, LabForm.model_fields).fitted()
     notes.append(gettext("The page shows the worked example until that is fixed."))
-    result = compute_attention(fitted.request(), settings)
+    result = compute_head(checked(inputs, settings), settings)
     return LabHead(form=fitted, result=result, problems=problems, notes=notes)
 
 
@@ -145,6 +160,9 @@ PRESETS: list[tuple[str, str, str]] = [
     ),
 ]
 
+# The px across each of the four stage heatmaps has in presenter mode: a quarter of a 1280 px
+# projector, as static/css/lab.css lays the strip out (24 px margins, 12 px gaps).
+STAGE_ROOM_PX = 296
 PATTERN_UP_TO = 16  # the custom pattern is edited by ticking n × n boxes up to this n
 REFERENCE_LENGTH = 4096  # the cost panel's comparison, as in the worked example's table
 
@@ -249,14 +267,15 @@ def cost_panel(n: int) -> CostPanel:
 
 @dataclass(frozen=True, kw_only=True)
 class LabView:
-    """Everything templates/lab/ shows for one state."""
+    """Everything templates/lab/ shows for one state. The shuffle demo computes the head a
+    second time, on the tokens in another order: it is a page of its own (/shuffle, `ShuffleView`)
+    that this page links to, computed only when asked."""
 
     head: LabHead
     stages: HeadStages
     editor: Editor
     presets: list[tuple[str, str, str]]
     cost: CostPanel
-    demo: PositionDemo
     query: str  # the canonical state as a query string, for the page's links
     undo: str | None  # the address of the state before a button's change
 
@@ -271,19 +290,39 @@ def lab_page(form: LabForm, problems: list[Problem], notes: list[str], settings:
     result = head.result
     view = LabView(
         head=head,
-        stages=head_stages(result.head()),
+        stages=head_stages(result.head(), room=STAGE_ROOM_PX),
         editor=editor(head),
         presets=PRESETS,
         cost=cost_panel(len(result.tokens)),
-        demo=position_demo(head.form.request(), result, compute_attention, settings),
         query=state_query(head.state),
         undo="/?" + state_query(head.before) if head.before is not None else None,
     )
-    return Page(
-        template="lab/lab.html",
-        fragment="lab/_live.html",
-        view=view,
-        problems=head.problems,
-        notes=head.notes,
-        state=head.state,
+    return head.page("lab/lab.html", "lab/_live.html", view)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShuffleView:
+    """The shuffle demo of one lab state (templates/lab/shuffle.html): the state's head, and
+    the same head computed again on its tokens in another order."""
+
+    head: LabHead
+    demo: PositionDemo
+    query: str  # the lab state as a query string, for the link back
+
+    @property
+    def result(self) -> AttentionResult:
+        return self.head.result
+
+
+def shuffle_page(
+    form: LabForm, problems: list[Problem], notes: list[str], settings: Settings
+) -> Page:
+    """Does attention notice the order? The lab's state computed, then computed again with its
+    tokens (their x rows, and the mask's per-token parts) shuffled."""
+    head = lab_head(form.model_copy(update={"action": None}), problems, notes, settings)
+    view = ShuffleView(
+        head=head,
+        demo=position_demo(head.form.request(), head.result, compute_attention, settings),
+        query=state_query(head.state),
     )
+    return head.page("lab/shuffle.html", "lab/_shuffle.html", view)

@@ -14,7 +14,7 @@ from app.core.budget import check_answer
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.lab.download import stages_csv
 from app.features.lab.form import LabForm
-from app.features.lab.page import LabHead, lab_head, lab_page
+from app.features.lab.page import LabHead, lab_head, lab_page, shuffle_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
 from app.features.lab.service import BUDGET_FIELDS, compute_attention
 from app.web.cache import cacheable
@@ -48,6 +48,12 @@ def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
 @pages.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
 def lab(request: Request, settings: SettingsDep) -> HTMLResponse:
     return respond(request, lab_page(*LabForm.read(request.query_params), settings))
+
+
+@pages.get("/shuffle", response_class=HTMLResponse, dependencies=[Depends(cacheable)])
+def shuffle(request: Request, settings: SettingsDep) -> HTMLResponse:
+    """The lab's state with its tokens shuffled: does attention notice the order?"""
+    return respond(request, shuffle_page(*LabForm.read(request.query_params), settings))
 
 
 def problems_json(head: LabHead) -> JSONResponse:

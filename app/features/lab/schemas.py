@@ -16,7 +16,7 @@ from app.core.limits import HARD_MAX_TOKENS
 from app.core.rules import WORKED_EXAMPLE_REQUEST
 from app.features.stages.results import OneHead, QueryBreakdown, StageFields
 from app.features.stages.schemas import (
-    Matrix,
+    InputMatrix,
     SequenceRequest,
     Width,
     field_error,
@@ -34,9 +34,9 @@ class AttentionRequest(SequenceRequest):
 
     d_k: Width | None = Field(None, description="Width of generated W_Q and W_K columns.")
     d_v: Width | None = Field(None, description="Width of generated W_V columns.")
-    w_q: Matrix | None = Field(None, description="d_model × d_k query projection.")
-    w_k: Matrix | None = Field(None, description="d_model × d_k key projection.")
-    w_v: Matrix | None = Field(None, description="d_model × d_v value projection.")
+    w_q: InputMatrix | None = Field(None, description="d_model × d_k query projection.")
+    w_k: InputMatrix | None = Field(None, description="d_model × d_k key projection.")
+    w_v: InputMatrix | None = Field(None, description="d_model × d_v value projection.")
     query: Annotated[int, Field(strict=True, ge=0, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Position broken down in `query`; default 1 for the worked example."
     )

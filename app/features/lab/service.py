@@ -22,10 +22,18 @@ from app.math import heads as mh
 from app.math.positional import Positional
 from app.settings import Settings
 
+# The request fields that can fix each width, the first given one fixing it.
+WIDTH_SOURCES = {
+    "d_model": ("x", "d_model", "w_q", "w_k", "w_v"),
+    "d_k": ("d_k", "w_q", "w_k"),
+    "d_v": ("d_v", "w_v"),
+}
+
 
 @dataclass(frozen=True)
 class HeadInputs:
-    """Everything one head needs, defaults filled in."""
+    """Everything one head needs, defaults filled in: from a request (`resolve_inputs`) or
+    from the lab's state as it fitted it (app/features/lab/form.py), resolved once."""
 
     tokens: list[str]
     x: np.ndarray  # (n, d_model)
@@ -36,6 +44,7 @@ class HeadInputs:
     scale: bool
     query: int
     positional: Positional
+    given: tuple[str, ...] = ()  # the fields the request gave (of WIDTH_SOURCES' names)
 
     @property
     def n(self) -> int:
@@ -46,13 +55,11 @@ class HeadInputs:
         """(d_model, d_k, d_v)."""
         return self.x.shape[1], self.w_q.shape[1], self.w_v.shape[1]
 
+    def field_of(self, label: str) -> str:
+        """The field that fixed a width (x fixes d_model when given), to name in a message."""
+        return next((name for name in WIDTH_SOURCES[label] if name in self.given), label)
 
-# The request fields that can fix each width, the first given one fixing it.
-WIDTH_SOURCES = {
-    "d_model": ("x", "d_model", "w_q", "w_k", "w_v"),
-    "d_k": ("d_k", "w_q", "w_k"),
-    "d_v": ("d_v", "w_v"),
-}
+
 WORKED_PROJECTIONS = {"w_q": rules.WORKED_W_Q, "w_k": rules.WORKED_W_K, "w_v": rules.WORKED_W_V}
 
 
@@ -97,19 +104,30 @@ def resolve_inputs(req: AttentionRequest, settings: Settings) -> HeadInputs:
     w_q = projection("w_q", req.given_d_k())
     w_k = projection("w_k", w_q.shape[1])
     w_v = projection("w_v", req.d_v)
+    query = req.query if req.query is not None else default_query(n, worked)
+    names = {name for names in WIDTH_SOURCES.values() for name in names}
+    given = tuple(name for name in sorted(names) if getattr(req, name) is not None)
+    inputs = HeadInputs(
+        tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional, given=given
+    )
+    return checked(inputs, settings)
 
+
+def checked(inputs: HeadInputs, settings: Settings) -> HeadInputs:
+    """The inputs, if this server computes them: its limits on n and the widths, a mask that
+    fits the tokens, RoPE on an even d_k, a query among the tokens."""
+    n, (d_model, d_k, d_v) = inputs.n, inputs.widths
     check_limits(
         n,
-        {"d_model": d_model, "d_k": w_q.shape[1], "d_v": w_v.shape[1]},
+        {"d_model": d_model, "d_k": d_k, "d_v": d_v},
         settings.max_tokens,
         settings.max_width,
-        field_of=lambda label: req.first_given(WIDTH_SOURCES[label], label),
+        field_of=inputs.field_of,
     )
-    check_mask(req.mask, n)
-    check_rope(req.positional, "d_k", w_q.shape[1])
-    query = req.query if req.query is not None else default_query(n, worked)
-    check_index("query", query, n, "tokens")
-    return HeadInputs(tokens, x, w_q, w_k, w_v, req.mask, req.scale, query, req.positional)
+    check_mask(inputs.mask, n)
+    check_rope(inputs.positional, "d_k", d_k)
+    check_index("query", inputs.query, n, "tokens")
+    return inputs
 
 
 def one_head(inputs: HeadInputs, allowed: np.ndarray) -> mh.PositionedHead:
@@ -150,7 +168,11 @@ def answer_bytes(inputs: HeadInputs, csv: bool = False) -> int:
 
 def compute_attention(req: AttentionRequest, settings: Settings) -> AttentionResult:
     """The whole /api/attention result."""
-    inputs = resolve_inputs(req, settings)
+    return compute_head(resolve_inputs(req, settings), settings)
+
+
+def compute_head(inputs: HeadInputs, settings: Settings) -> AttentionResult:
+    """The /api/attention result of inputs already resolved and checked: the head, once."""
     check_answer(answer_bytes(inputs), settings.answer_budget_bytes, BUDGET_FIELDS)
     run = one_head(inputs, mask_of(inputs.mask, inputs.n))
     return AttentionResult(

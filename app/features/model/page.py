@@ -49,6 +49,9 @@ from app.web.pages import Page, Problem
 BY_TOKEN = ("q", "k", "v", "output")  # n × d_head: one row per token
 BY_PAIR = ("scores", "scaled", "allowed", "masked", "weights")  # n × n: query row, key column
 PROJECTIONS = {"q": "Q = x·W_Q + b_Q", "k": "K = x·W_K + b_K", "v": "V = x·W_V + b_V"}
+# The px across the chosen head's n × n stages have in presenter mode: its weights beside the
+# query's key-by-key table on a 1280 × 720 projector (static/css/model.css).
+FOCUS_ROOM_PX = 420
 # A short everyday sentence in the reader's language, split by the model's own tokenizer to
 # show a reader of another language than English what the model makes of their words.
 EXAMPLE_SENTENCE = N_("The cat sleeps")
@@ -227,7 +230,7 @@ def read_result(view: ModelView, result: ModelResult, settings: Settings) -> Mod
         projections=Projections(
             [projection(shown, name, title, tokens) for name, title in PROJECTIONS.items()]
         ),
-        stages=head_stages(shown, keep.index(query) if query in keep else 0),
+        stages=head_stages(shown, keep.index(query) if query in keep else 0, room=FOCUS_ROOM_PX),
         request_json=request,
         source=load_model(settings.model_dir).source_text(),
         language=language_note(settings),

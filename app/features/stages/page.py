@@ -16,7 +16,7 @@ import numpy as np
 
 from app.core.i18n import format_numbers, format_rows, format_vector, gettext, ngettext
 from app.features.stages.results import OneHead, QueryBreakdown, query_breakdown
-from app.figures.heatmap import Heatmap, signed_scale, weights_scale
+from app.figures.heatmap import Heatmap, Tips, signed_scale, weights_scale
 
 # Above these sizes a page stays fast: hover shows the value only, and a heatmap's text
 # alternative is the selected query's row (the full matrices are in the CSV download).
@@ -34,9 +34,12 @@ MAX_TERMS = 8
 
 
 def short_text(text: str) -> str:
-    """A table number (three decimals) as a factor in a hover sum: 0.5, 1, (−0.34): no
-    trailing zeros, negatives in parentheses so that "×" and "+" read unambiguously."""
-    text = text.rstrip("0").rstrip(".") if "." in text else text
+    """A table number (three decimals) as a factor in a hover sum: 0.5, 1, (−0.34), and 0,5
+    in Spanish: no trailing zeros, negatives in parentheses so that "×" and "+" read
+    unambiguously."""
+    mark = text[-4:-3]  # three decimals: the decimal mark, "." or the reader's ","
+    if mark in (".", ","):
+        text = text.rstrip("0").rstrip(mark)
     return f"({text})" if text.startswith("−") else text
 
 
@@ -67,10 +70,12 @@ class HeadTexts:
         return {name: shorts(self[name]) for name in ("q", "k", "v", "weights")}
 
 
-def _products(left: Sequence[str], right: Sequence[str]) -> str:
-    """ "a×b + c×d + …": the products of a sum, its first MAX_TERMS written out."""
-    shown = [f"{a}×{b}" for a, b in zip(left[:MAX_TERMS], right[:MAX_TERMS], strict=True)]
-    if len(left) > MAX_TERMS:
+def _products(count: int, row_from: int = 1, col_from: int = 1) -> str:
+    """The template of a sum of `count` products, "{r1}×{c1} + {r2}×{c2} + …": each row
+    operand times its column's, from `row_from` and `col_from`, the first MAX_TERMS written
+    out."""
+    shown = [f"{{r{row_from + m}}}×{{c{col_from + m}}}" for m in range(min(count, MAX_TERMS))]
+    if count > MAX_TERMS:
         shown.append("…")
     return " + ".join(shown)
 
@@ -83,94 +88,96 @@ def scale_label(result: OneHead) -> str:
     return "1"
 
 
-def dot_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
+def _dot(texts: HeadTexts, value: str) -> Tips:
+    """ "q_cat · k_The = 0×0.5 + 1×1 = {value}": q_i and k_j once per row and column."""
+    width = len(texts.factors["q"][0]) if texts.factors["q"] else 0
+    return Tips(
+        (f"q_{{r}} · k_{{c}} = {_products(width)} = {value}",),
+        rows=texts.factors["q"],
+        cols=texts.factors["k"],
+    )
+
+
+def dot_hover(texts: HeadTexts) -> Tips:
     """ "q_cat · k_The = 0×0.5 + 1×1 = 1.000" for every query–key pair."""
-    q, k, scores = texts.factors["q"], texts.factors["k"], texts["scores"]
-    return [
-        [
-            f"q_{ti} · k_{tj} = {_products(q[i], k[j])} = {scores[i][j]}"
-            for j, tj in enumerate(tokens)
-        ]
-        for i, ti in enumerate(tokens)
-    ]
+    return _dot(texts, "{v}")
 
 
-def scaled_hover(texts: HeadTexts, dots: list[list[str]]) -> list[list[str]]:
+def scaled_hover(texts: HeadTexts) -> Tips:
     """The dot product, then ", ÷ √2 = 0.707"."""
+    dots = _dot(texts, "{x0}")
     by = scale_label(texts.result)
-    return [
-        [f"{text}, ÷ {by} = {scaled}" for text, scaled in zip(row, texts_row, strict=True)]
-        for row, texts_row in zip(dots, texts["scaled"], strict=True)
-    ]
+    return Tips(
+        (f"{dots.templates[0]}, ÷ {by} = {{v}}",),
+        rows=dots.rows,
+        cols=dots.cols,
+        cells=(texts["scores"],),
+    )
 
 
-def masked_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
+def masked_hover(texts: HeadTexts) -> Tips:
     """ "0.707 + 0 = 0.707" where the key is visible, "+ (−∞) = −∞: hidden" where it is not."""
-    allowed = np.asarray(texts.result.allowed, dtype=bool).tolist()
     visible, hidden = gettext("visible"), gettext("hidden by the mask")
-    return [
-        [
-            f"{ti} → {tj}: {scaled} + 0 = {scaled} ({visible})"
-            if seen
-            else f"{ti} → {tj}: {scaled} + (−∞) = −∞ ({hidden})"
-            for tj, scaled, seen in zip(tokens, row, sees, strict=True)
-        ]
-        for ti, row, sees in zip(tokens, texts["scaled"], allowed, strict=True)
-    ]
+    return Tips(
+        (
+            f"{{r}} → {{c}}: {{v}} + 0 = {{v}} ({visible})",
+            f"{{r}} → {{c}}: {{x0}} + (−∞) = −∞ ({hidden})",
+        ),
+        cells=(texts["scaled"],),
+    )
 
 
-def weight_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
-    """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys."""
+def weight_hover(texts: HeadTexts, tokens: Sequence[str]) -> Tips:
+    """ "e^0.707 / (e^0.707 + e^0.000) = 0.670": softmax over the row's visible keys (the
+    row's denominator written once per row)."""
     allowed = np.asarray(texts.result.allowed, dtype=bool)
-    rows = []
+    totals = []
     for i, ti in enumerate(tokens):
         visible = np.flatnonzero(allowed[i])
+        scaled = texts["scaled"][i]
         if visible.size == 0:
-            none = gettext("%(query)s sees no key: its weights are all 0") % {"query": ti}
-            rows.append([none for _ in tokens])
-            continue
-        scaled, weights = texts["scaled"][i], texts["weights"][i]
-        if visible.size <= 4:
-            total = "(" + " + ".join(f"e^{scaled[j]}" for j in visible) + ")"
+            totals.append(gettext("%(query)s sees no key: its weights are all 0") % {"query": ti})
+        elif visible.size <= 4:
+            totals.append("(" + " + ".join(f"e^{scaled[j]}" for j in visible) + ")")
         else:
-            total = gettext("Σ over its %(n)d visible keys") % {"n": visible.size}
-        hidden = gettext("hidden key, weight 0")
-        rows.append(
-            [
-                f"{ti} → {tj}: e^{scaled[j]} / {total} = {weights[j]}"
-                if allowed[i, j]
-                else f"{ti} → {tj}: {hidden}"
-                for j, tj in enumerate(tokens)
-            ]
-        )
-    return rows
+            totals.append(gettext("Σ over its %(n)d visible keys") % {"n": visible.size})
+    kinds = np.where(allowed, 0, 1)
+    kinds[~allowed.any(axis=1)] = 2  # a row that sees no key says so in every cell
+    return Tips(
+        (
+            "{r} → {c}: e^{x0} / {r1} = {v}",
+            "{r} → {c}: " + gettext("hidden key, weight 0"),
+            "{r1}",
+        ),
+        rows=[[total] for total in totals],
+        cells=(texts["scaled"],),
+        kinds=kinds,
+    )
 
 
-def weighted_hover(texts: HeadTexts, query: QueryBreakdown) -> list[list[str]]:
+def weighted_hover(texts: HeadTexts, query: QueryBreakdown) -> Tips:
     """ "0.670 × v_The[0] = 0.670 × 1 = 0.670" for each key and value dimension."""
     v = texts.factors["v"]
     weights = format_numbers([float(row.weight) for row in query.rows])
     values = format_rows(np.array([row.weighted_value for row in query.rows], dtype=float))
-    return [
-        [
-            f"{weight} × v_{row.key_token}[{d}] = {weight} × {v[row.key_index][d]} = {value}"
-            for d, value in enumerate(row_values)
-        ]
-        for row, weight, row_values in zip(query.rows, weights, values, strict=True)
-    ]
+    return Tips(
+        ("{r1} × v_{r}[{c1}] = {r1} × {x0} = {x1}",),
+        rows=[[weight] for weight in weights],
+        cols=[[str(d)] for d in range(len(values[0]) if values else 0)],
+        cells=([v[row.key_index] for row in query.rows], values),
+    )
 
 
-def output_hover(texts: HeadTexts, tokens: Sequence[str]) -> list[list[str]]:
-    """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values."""
+def output_hover(texts: HeadTexts) -> Tips:
+    """ "out_cat[0] = 0.670×1 + 0.330×0.5 + 0×1.5 = 0.835": the weighted sum of values (each
+    query's weights once per row, each value column once per column)."""
     weights = texts.factors["weights"]
-    columns = [list(column) for column in zip(*texts.factors["v"], strict=True)]  # v[:, d]
-    return [
-        [
-            f"out_{ti}[{d}] = {_products(weights[i], column)} = {output}"
-            for d, (column, output) in enumerate(zip(columns, texts["output"][i], strict=True))
-        ]
-        for i, ti in enumerate(tokens)
-    ]
+    columns = [[str(d), *column] for d, column in enumerate(zip(*texts.factors["v"], strict=True))]
+    return Tips(
+        (f"out_{{r}}[{{c1}}] = {_products(len(weights), 1, 2)} = {{v}}",),
+        rows=weights,
+        cols=columns,
+    )
 
 
 @dataclass(frozen=True)
@@ -236,6 +243,11 @@ class HeadStages:
         largest weight goes (ties named), and its output."""
         return query_summary(self.query)
 
+    @property
+    def weights_summary(self) -> str:
+        """The same sentence without the output (a trained head's is 32 numbers long)."""
+        return query_summary(self.query, output=False)
+
     def stage(self, name: str) -> Stage:
         return next(stage for stage in self.stages if stage.name == name)
 
@@ -261,9 +273,10 @@ def quoted(tokens: Sequence[str]) -> str:
     return gettext("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}
 
 
-def query_summary(query: QueryBreakdown) -> str:
+def query_summary(query: QueryBreakdown, output: bool = True) -> str:
     """ "“cat” sees 2 of its 3 keys; its largest weight, 0.670, goes to “The”; its output is
-    [0.835, −0.340]." — or, for a query that sees no key, that its weights and output are 0."""
+    [0.835, −0.340]." (the output left out when `output` is False) — or, for a query that
+    sees no key, that its weights and output are 0."""
     rows = query.rows
     visible = [row for row in rows if row.visible]
     if not visible:
@@ -283,10 +296,12 @@ def query_summary(query: QueryBreakdown) -> str:
         "its largest weight, %(weight)s, goes to each of %(keys)s",
         len(heaviest),
     ) % {"weight": format_numbers([top], TABLE_DIGITS)[0], "keys": quoted(heaviest)}
-    output = gettext("its output is %(output)s") % {
+    if not output:
+        return f"{sees}; {goes}."
+    said = gettext("its output is %(output)s") % {
         "output": format_vector(query.output, TABLE_DIGITS)
     }
-    return f"{sees}; {goes}; {output}."
+    return f"{sees}; {goes}; {said}."
 
 
 def matrix_map(
@@ -312,11 +327,17 @@ def matrix_map(
     )
 
 
-def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "fig") -> HeadStages:
+def head_stages(
+    result: OneHead,
+    query_index: int | None = None,
+    prefix: str = "fig",
+    room: float | None = None,
+) -> HeadStages:
     """The strip of one head, each stage a heatmap (ids `{prefix}-{stage}`) with its table.
 
     `result` holds the stage fields of /api/attention. The breakdown is `result.query`
-    when present, else it is built here for `query_index` (default: the last token)."""
+    when present, else it is built here for `query_index` (default: the last token).
+    `room`: the px across each n × n stage has in presenter mode (Heatmap.room)."""
     tokens = list(result.tokens)
     n = len(tokens)
     if result.query is not None and query_index in (None, result.query.index):
@@ -333,7 +354,6 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
     full = n <= FULL_TABLES_UP_TO
     by = scale_label(result)
     texts = HeadTexts(result)
-    dots = dot_hover(texts, tokens) if hover else None
     rows = slice(None) if full else slice(i, i + 1)
 
     def square(name: str, caption: str) -> Table:
@@ -355,26 +375,33 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
             scale=scale,
             cell_texts=texts["scaled" if name == "masked" else name],
             selected_row=i,
+            room=room,
             **heatmap,
         )
         return Stage(name, title, picture, square(name, caption))
 
     weighted_title = gettext("weight × V for “%(token)s”") % {"token": query.token}
     stages = [
-        stage("scores", "Q·Kᵀ", "Q·Kᵀ", gettext("Q·Kᵀ: query rows, key columns"), hover=dots),
+        stage(
+            "scores",
+            "Q·Kᵀ",
+            "Q·Kᵀ",
+            gettext("Q·Kᵀ: query rows, key columns"),
+            hover=dot_hover(texts) if hover else None,
+        ),
         stage(
             "scaled",
             f"÷ {by}",
             f"÷ {by}",
             f"Q·Kᵀ ÷ {by}",
-            hover=scaled_hover(texts, dots) if dots else None,
+            hover=scaled_hover(texts) if hover else None,
         ),
         stage(
             "masked",
             "+ M",
             "+ M",
             gettext("Q·Kᵀ ÷ √d_k + M (−∞ where hidden)"),
-            hover=masked_hover(texts, tokens) if hover else None,
+            hover=masked_hover(texts) if hover else None,
             hidden=~allowed,
         ),
         stage(
@@ -421,7 +448,7 @@ def head_stages(result: OneHead, query_index: int | None = None, prefix: str = "
                 scale=signed_scale(result.output, label=gettext("value")),
                 row_title=gettext("query"),
                 col_title=gettext("output dimension"),
-                hover=output_hover(texts, tokens) if hover else None,
+                hover=output_hover(texts) if hover else None,
                 cell_texts=texts["output"],
                 selected_row=i,
             ),

@@ -15,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     ValidationError,
     model_validator,
@@ -42,7 +43,7 @@ Number = Annotated[
 Row = Annotated[list[Number], Field(min_length=1, max_length=HARD_MAX_WIDTH)]
 
 
-Matrix = Annotated[list[Row], Field(min_length=1, max_length=HARD_MAX_TOKENS)]
+InputMatrix = Annotated[list[Row], Field(min_length=1, max_length=HARD_MAX_TOKENS)]
 
 
 Token = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TOKEN_CHARS)]
@@ -51,16 +52,13 @@ Token = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TOKEN_CHAR
 Width = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_WIDTH)]
 
 
-Flag = Annotated[bool, Field(strict=True)]
-
-
 Seed = Annotated[int, Field(strict=True, ge=0, le=2**32 - 1)]
 
 
 HeadCount = Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_HEADS)]
 
 
-Tensor = Annotated[list[Matrix], Field(min_length=1, max_length=HARD_MAX_HEADS)]
+InputTensor = Annotated[list[InputMatrix], Field(min_length=1, max_length=HARD_MAX_HEADS)]
 
 
 def field_error(kind: str, message: str, loc: str | tuple[str | int, ...] = ()) -> ValidationError:
@@ -113,14 +111,14 @@ class MaskSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    causal: Flag = Field(False, description="Hide every key after the query (a decoder).")
-    padding: list[Flag] | None = Field(
+    causal: StrictBool = Field(False, description="Hide every key after the query (a decoder).")
+    padding: list[StrictBool] | None = Field(
         None, max_length=HARD_MAX_TOKENS, description="One flag per token: true = padding."
     )
     window: Annotated[int, Field(strict=True, ge=1, le=HARD_MAX_TOKENS)] | None = Field(
         None, description="Sliding window w: see keys fewer than w positions away."
     )
-    allowed: list[Annotated[list[Flag], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
+    allowed: list[Annotated[list[StrictBool], Field(max_length=HARD_MAX_TOKENS)]] | None = Field(
         None, max_length=HARD_MAX_TOKENS, description="A custom n × n pattern: true = visible."
     )
 
@@ -133,13 +131,15 @@ class SequenceRequest(BaseModel):
     tokens: Annotated[list[Token], Field(min_length=1, max_length=HARD_MAX_TOKENS)] | None = Field(
         None, description="Token labels; default the worked example's three words."
     )
-    x: Matrix | None = Field(None, description="n × d_model input rows; generated when omitted.")
+    x: InputMatrix | None = Field(
+        None, description="n × d_model input rows; generated when omitted."
+    )
     d_model: Width | None = Field(None, description="Width of generated x rows (default 4).")
     mask: MaskSpec = Field(
         default_factory=lambda: MaskSpec(causal=True),
         description="Omitted: causal, as in the worked example. {}: bidirectional.",
     )
-    scale: Flag = Field(True, description="Divide Q·Kᵀ by √d_k.")
+    scale: StrictBool = Field(True, description="Divide Q·Kᵀ by √d_k.")
     seed: Seed = Field(0, description="Seed for whatever is generated.")
     positional: PositionalKind = Field(
         "none",

@@ -11,7 +11,7 @@ and keyboard read-out and the SVG and PNG downloads; without the script the figu
 legend are all there.
 
 One stage of a head, the softmax weights (a StageFields result `r`, its tokens `tokens`,
-the selected query `i`, hover sentences from app/features/stages/page.py):
+the selected query `i`, its hover arithmetic from app/features/stages/page.py):
 
     weights = Heatmap(
         id="fig-weights",
@@ -22,9 +22,14 @@ the selected query `i`, hover sentences from app/features/stages/page.py):
         scale=weights_scale(),  # viridis on a fixed 0–1
         hidden=~r.allowed,  # drawn grey, reading "0" in the cells
         hidden_text="0",
-        hover=weight_hover(texts, tokens),
+        hover=weight_hover(texts, tokens),  # Tips: one template, numbers once per row
         selected_row=i,
     )
+
+A cell's hover text is written once per figure (`Tips`): a template such as
+"q_{r} · k_{c} = {r1}×{c1} + {r2}×{c2} = {v}" and its operands per row (q_i), per column
+(k_j) or per cell; static/js/heatmap.js fills it for the cell pointed at or focused. Without
+`hover` a cell says "query → key: value".
 
 The masked scores need no `hidden`: their −∞ entries are hidden cells, and they do not
 stretch the scale: `Heatmap(..., values=r.masked, scale=signed_scale(r.masked))`.
@@ -55,7 +60,7 @@ colour bar: `categorical_scale([("#ececf1", gettext("not computed yet")), …], 
 `svg_document(figure)` is the SVG a download gives; `png_bytes(heatmap)` the cells as PNG.
 """
 
-from app.figures.heatmap.model import Heatmap, HeatmapGroup, PanelSection
+from app.figures.heatmap.model import Heatmap, HeatmapGroup, PanelSection, Tips
 from app.figures.heatmap.raster import png_bytes
 from app.figures.heatmap.scale import (
     DIVERGING,
@@ -79,6 +84,7 @@ __all__ = [
     "HeatmapGroup",
     "PanelSection",
     "Scale",
+    "Tips",
     "categorical_scale",
     "png_bytes",
     "render",

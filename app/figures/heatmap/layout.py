@@ -256,9 +256,12 @@ class Layout:
     box_width: float
 
 
-def cell_size(heatmap: Heatmap, type_: Type, compact: bool) -> tuple[float, bool]:
+def cell_size(
+    heatmap: Heatmap, type_: Type, compact: bool, across: float | None = None
+) -> tuple[float, bool]:
     """The side of a cell and whether it carries its number: numbers up to NUMBERS_UP_TO
-    cells a side when they fit in `type_.numbers_side`; otherwise the cells share `side`."""
+    cells a side when they fit in `type_.numbers_side` (and in `across` px, the room its
+    columns have); otherwise the cells share `side` (or `across`)."""
     rows, cols = heatmap.shape
     longest = max(rows, cols)
     if not compact and longest <= NUMBERS_UP_TO:
@@ -267,9 +270,20 @@ def cell_size(heatmap: Heatmap, type_: Type, compact: bool) -> tuple[float, bool
         # wide enough for the numbers, and for short column labels to stay flat
         label = max(text_width(short_label(t), type_.label) for t in heatmap.col_labels)
         cell = round(max(widest + 8, type_.number * 2.4, min(label + 6, type_.number * 5)), 1)
-        if cell * longest <= type_.numbers_side:
+        if cell * longest <= type_.numbers_side and (across is None or cell * cols <= across):
             return cell, True
-    return round(min(type_.max_cell, type_.side / longest), 2), False
+    side = type_.side / longest if across is None else min(type_.side / longest, across / cols)
+    return round(min(type_.max_cell, side), 2), False
+
+
+def row_label_width(heatmap: Heatmap, type_: Type, rows: list[int]) -> float:
+    """The width of the row labels shown (the selected query's is bold), and their gap."""
+    widths = (
+        text_width(short_label(heatmap.row_labels[i]), type_.label)
+        * (1.2 if i == heatmap.selected_row else 1)
+        for i in rows
+    )
+    return max(widths, default=0) + 8
 
 
 def layout(
@@ -283,7 +297,11 @@ def layout(
     """Where a heatmap's parts go. `png` forces the choice of raster cells (a group decides
     for all its panels); `legend` is (its scale, the hidden sentence or None)."""
     rows, cols = heatmap.shape
-    cell, numbers = cell_size(heatmap, type_, compact)
+    titles = 0.0 if compact else type_.title * 1.5
+    across = None
+    if heatmap.room is not None and not type_.shrinks:  # every row label at most, beside
+        across = heatmap.room - titles - row_label_width(heatmap, type_, list(range(rows))) - PAD
+    cell, numbers = cell_size(heatmap, type_, compact, across)
     if png is None:
         png = rows * cols >= PNG_FROM_CELLS or cell < PNG_BELOW_PX
     numbers = numbers and not png
@@ -296,17 +314,12 @@ def layout(
     col_keep = thinned(cols, step) if upright else list(range(cols))
     col_labels = [(j, flat[j]) for j in col_keep]
 
-    titles = 0.0 if compact else type_.title * 1.5
     col_label_h = (
         max((text_width(t, label) for _, t in col_labels), default=0) + 6
         if upright
         else label * 1.4
     )
-    row_label_w = max(
-        (text_width(t, label) * (1.2 if i == heatmap.selected_row else 1) for i, t in row_labels),
-        default=0,
-    )  # the selected query's label is bold
-    row_label_w += 8
+    row_label_w = row_label_width(heatmap, type_, row_keep)
     left, top = titles + row_label_w, titles + col_label_h
     cells_w, cells_h = cols * cell, rows * cell
     width = left + cells_w + PAD

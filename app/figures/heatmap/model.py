@@ -1,9 +1,11 @@
 """What a view hands the renderer: one heatmap, or a group of heatmaps on one colour scale."""
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,6 +15,45 @@ from app.figures.heatmap.scale import HIDDEN_COLOUR, Scale, hex_to_rgb
 
 # A figure's id is its DOM id and the prefix of its parts' ids and of its CSS rule.
 ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# A place in a hover template (static/js/heatmap.js fills them with the same pattern).
+PLACE = re.compile(r"\{(v|[rc]\d*|x\d+)\}")
+PLAIN_TIP = "{r} → {c}: {v}"  # a cell without arithmetic: "query → key: value"
+
+
+@dataclass(frozen=True, eq=False)
+class Tips:
+    """The arithmetic a figure's cells show on hover and keyboard focus, written once per
+    figure: sentence templates, and the numbers they take once per row, per column or per
+    cell. static/js/heatmap.js fills a cell's template when it is pointed at or focused, so
+    the page carries each number once, not a whole sentence per cell.
+
+    In a template, `{v}` is the cell's number as the figure writes it (the hidden text where
+    hidden), `{r}` and `{c}` its row's and column's label (whole, as typed), `{rK}` and `{cK}`
+    the K-th operand (from 1) of its row and column (`rows[i][K - 1]`, `cols[j][K - 1]`), and
+    `{xK}` the K-th per-cell operand (`cells[K][i][j]`, from 0). `templates[k]` is for the
+    cells of kind k: `kinds` (rows × cols) when given, else 0 for visible cells and, if there
+    is a second template, 1 for hidden ones. The templates are the sentences' one source:
+    they come translated, with the figure-wide numbers (a scale factor) written in."""
+
+    templates: tuple[str, ...]
+    rows: Sequence[Sequence[str]] = ()
+    cols: Sequence[Sequence[str]] = ()
+    cells: Sequence[Sequence[Sequence[str]]] = ()
+    kinds: ArrayLike | None = None
+
+    @classmethod
+    def sentences(cls, hover: Sequence[Sequence[str]]) -> "Tips":
+        """Whole sentences, one per cell (for a figure whose cells share no wording)."""
+        return cls(("{x0}",), cells=(hover,))
+
+
+def _operands(labels: Sequence[str], operands: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Each row's (or column's) label, then its operands: `{r}` is item 0, `{rK}` item K."""
+    return [[str(label), *(operands[i] if operands else ())] for i, label in enumerate(labels)]
+
+
+def _fill(template: str, cell: dict[str, str]) -> str:
+    return PLACE.sub(lambda m: cell[m.group(1)], template)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -27,12 +68,16 @@ class Heatmap:
       and read `hidden_text` ("−∞" for a score, "0" for a weight). Non-finite values (the −∞
       of the masked scores) are hidden too.
     - `row_title`, `col_title`: the axes' names ("query", "key" when left out).
-    - `hover`: the arithmetic of each cell (rows × cols sentences), shown on hover and on
-      keyboard focus; without it a cell says "query → key: value".
+    - `hover`: the arithmetic of the cells, shown on hover and on keyboard focus: `Tips` (a
+      template and its operands, the figure's wording written once), or rows × cols whole
+      sentences; without it a cell says "query → key: value".
     - `cell_texts`: the values as the tables print them, when the view has them already
       (else they are formatted here, `digits` decimals, in the reader's convention).
     - `selected_row`: the chosen query, outlined, its label always shown.
     - `href`: a link for the title (a panel of a group that selects its head).
+    - `room`: the most px across the page gives the picture where it does not shrink to fit
+      (presenter mode): its cells are made small enough, their numbers kept only where they
+      still fit, every k-th label shown. Elsewhere the picture shrinks to its box anyway.
     """
 
     id: str
@@ -45,11 +90,12 @@ class Heatmap:
     hidden_text: str = "−∞"
     row_title: str | None = None
     col_title: str | None = None
-    hover: Sequence[Sequence[str]] | None = None
+    hover: "Tips | Sequence[Sequence[str]] | None" = None
     cell_texts: Sequence[Sequence[str]] | None = None
     selected_row: int | None = None
     digits: int = 3
     href: str | None = None
+    room: float | None = None
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.fullmatch(self.id):
@@ -60,10 +106,13 @@ class Heatmap:
                 f"heatmap {self.id}: values {shape} against "
                 f"{len(self.row_labels)} row and {len(self.col_labels)} column labels"
             )
-        for name in ("hover", "cell_texts"):
-            rows = getattr(self, name)
+        tips = self.tip_parts
+        matrices = [("cell_texts", self.cell_texts)] + [("hover", m) for m in tips.cells]
+        for name, rows in matrices:
             if rows is not None and (len(rows), len(rows[0]) if len(rows) else 0) != shape:
                 raise ValueError(f"heatmap {self.id}: {name} is not {shape[0]} × {shape[1]}")
+        if (tips.rows and len(tips.rows) != shape[0]) or (tips.cols and len(tips.cols) != shape[1]):
+            raise ValueError(f"heatmap {self.id}: hover operands are not {shape[0]} × {shape[1]}")
         if self.hidden is not None and np.shape(self.hidden) != shape:
             raise ValueError(f"heatmap {self.id}: hidden is not {shape[0]} × {shape[1]}")
         if self.selected_row is not None and not 0 <= self.selected_row < shape[0]:
@@ -114,14 +163,57 @@ class Heatmap:
         return rows
 
     @cached_property
+    def tip_parts(self) -> Tips:
+        if self.hover is None:
+            return Tips((PLAIN_TIP,))
+        return self.hover if isinstance(self.hover, Tips) else Tips.sentences(self.hover)
+
+    @cached_property
+    def tip_kinds(self) -> np.ndarray:
+        """Which template each cell takes (rows × cols)."""
+        tips = self.tip_parts
+        if tips.kinds is not None:
+            return np.asarray(tips.kinds, dtype=int)
+        return self.mask.astype(int) if len(tips.templates) > 1 else np.zeros(self.shape, int)
+
+    def tip_data(self) -> str:
+        """The hover texts' parts as the JSON static/js/heatmap.js reads: "t" the templates,
+        "r" and "c" each row's and column's label then its operands, "v" the cells' numbers
+        and "x" the per-cell operands (row by row), "k" each cell's template (a digit each),
+        left out where every cell takes the first. "<" is escaped: it sits in a <script>."""
+        tips = self.tip_parts
+        data: dict[str, object] = {
+            "t": list(tips.templates),
+            "r": _operands(self.row_labels, tips.rows),
+            "c": _operands(self.col_labels, tips.cols),
+            "v": list(chain.from_iterable(self.texts)),
+        }
+        if tips.cells:
+            data["x"] = [list(chain.from_iterable(m)) for m in tips.cells]
+        kinds = self.tip_kinds
+        if kinds.any():
+            data["k"] = "".join(map(str, kinds.ravel().tolist()))
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return text.replace("<", "\\u003c")
+
+    @cached_property
     def tips(self) -> list[list[str]]:
-        """What each cell says on hover and focus: its arithmetic, or "query → key: value"."""
-        if self.hover is not None:
-            return [list(row) for row in self.hover]
-        return [
-            [f"{r} → {c}: {text}" for c, text in zip(self.col_labels, row, strict=True)]
-            for r, row in zip(self.row_labels, self.texts, strict=True)
-        ]
+        """What each cell says on hover and focus, filled in as static/js/heatmap.js fills it:
+        its arithmetic, or "query → key: value"."""
+        tips = self.tip_parts
+        kinds = self.tip_kinds.tolist()
+        rows = _operands(self.row_labels, tips.rows)
+        cols = _operands(self.col_labels, tips.cols)
+        out = []
+        for i, row in enumerate(rows):
+            out.append([])
+            for j, col in enumerate(cols):
+                cell = {"v": self.texts[i][j]}
+                cell |= {f"r{k}" if k else "r": t for k, t in enumerate(row)}
+                cell |= {f"c{k}" if k else "c": t for k, t in enumerate(col)}
+                cell |= {f"x{k}": m[i][j] for k, m in enumerate(tips.cells)}
+                out[i].append(_fill(tips.templates[kinds[i][j]], cell))
+        return out
 
 
 @dataclass(frozen=True)

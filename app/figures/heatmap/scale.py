@@ -86,15 +86,16 @@ class Scale:
         z = np.asarray(values, dtype=float)
         stops = _stop_rgb(self.stops)  # (s, 3)
         if self.categorical:  # state k: its own colour, never a blend
-            state = np.clip(np.rint(np.nan_to_num(z, nan=0.0)), 0, len(stops) - 1)
+            state = np.clip(np.rint(np.where(np.isnan(z), 0.0, z)), 0, len(stops) - 1)
             return stops[state.astype(int)].astype(np.uint8)
-        t = (np.nan_to_num(z, nan=self.low, posinf=self.high, neginf=self.low) - self.low) / (
-            self.high - self.low
-        )
-        t = np.clip(t, 0.0, 1.0)
-        at = np.linspace(0.0, 1.0, len(stops))
-        channels = [np.interp(t, at, stops[:, c]) for c in range(3)]
-        return np.rint(np.stack(channels, axis=-1)).astype(np.uint8)
+        # linear between the stops, evenly spaced on [0, 1] (as np.interp would, in one pass
+        # for the three channels: a page draws a hundred small heatmaps)
+        z = np.where(np.isnan(z), self.low, z)
+        t = np.clip((z - self.low) / (self.high - self.low), 0.0, 1.0) * (len(stops) - 1)
+        at = np.minimum(t.astype(int), len(stops) - 2)
+        part = (t - at)[..., None]
+        low = stops[at]
+        return np.rint(low + (stops[at + 1] - low) * part).astype(np.uint8)
 
     def colour(self, value: float) -> str:
         """ "#rrggbb" of one value."""

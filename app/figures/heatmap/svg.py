@@ -166,46 +166,51 @@ def _axes(heatmap: Heatmap, lay: Layout) -> str:
     return "".join(out + rows_out + cols_out)
 
 
+def _grid(lay: Layout) -> str:
+    """The start of a group drawn in cell units: cell (i, j) is the unit square at (j, i)."""
+    return f'<g transform="translate({_n(lay.left)} {_n(lay.top)}) scale({_n(lay.cell)})">'
+
+
+def _unit(px: float, lay: Layout) -> str:
+    """A stroke of `px` pixels, in cell units."""
+    return f"{px / lay.cell:.4g}"
+
+
 def _cells(heatmap: Heatmap, lay: Layout) -> str:
-    """The cells as rects, row by row (cell (i, j) is child i × cols + j), each with its
-    hover text in data-tip; then their numbers, if they carry them."""
+    """The cells as unit squares in cell units, row by row (cell (i, j) is child i × cols + j
+    of .hm-cells, at x = j, y = i; what each says on hover is in the figure's tip data), then
+    their numbers, if they carry them (black, or white where that reads better on the fill)."""
     rows, cols = heatmap.shape
     cell = lay.cell
-    xs = [_n(lay.left + j * cell) for j in range(cols)]
-    ys = [_n(lay.top + i * cell) for i in range(rows)]
-    size = _n(cell)
     fills = rgb_to_hex(heatmap.rgb)
-    tips = _escaped(list(chain.from_iterable(heatmap.tips)))
     hidden = heatmap.mask.ravel().tolist()
     stroke = (
-        f' stroke="{PAPER}" stroke-width="{_n(lay.type.gap)}"' if cell >= 10 else ""
+        f' stroke="{PAPER}" stroke-width="{_unit(lay.type.gap, lay)}"' if cell >= 10 else ""
     )  # a line of the background between cells, where they are large enough to spare it
-    out = [f'<g class="hm-cells"{stroke}>']
+    out = [f'{_grid(lay)}<g class="hm-cells"{stroke}>']
     k = 0
-    for y in ys:
-        for x in xs:
+    for i in range(rows):
+        y = f'" y="{i}" width="1" height="1" fill="'
+        for j in range(cols):
             cls = ' class="hm-hid"' if hidden[k] else ""
-            out.append(
-                f'<rect{cls} x="{x}" y="{y}" width="{size}" height="{size}"'
-                f' fill="{fills[k]}" data-tip="{tips[k]}"/>'
-            )
+            out.append(f'<rect{cls} x="{j}{y}{fills[k]}"/>')
             k += 1
-    out.append("</g>")
+    out.append("</g></g>")
     if lay.numbers:
         white = text_colours(heatmap.rgb).ravel().tolist()
         texts = _escaped(list(chain.from_iterable(heatmap.texts)))
         half = cell / 2
+        centres = [_n(lay.left + j * cell + half) for j in range(cols)]
         out.append(
             f'<g class="hm-nums" font-size="{_n(lay.type.number)}" text-anchor="middle"'
-            ' pointer-events="none">'
+            ' fill="#000000" pointer-events="none">'
         )
         k = 0
         for i in range(rows):
-            y = _n(lay.top + i * cell + half)
-            for j in range(cols):
-                fill = ' fill="#ffffff"' if white[k] else ' fill="#000000"'
-                x = _n(lay.left + j * cell + half)
-                out.append(f'<text x="{x}" y="{y}" dy=".35em"{fill}>{texts[k]}</text>')
+            y = f'" y="{_n(lay.top + i * cell + half)}" dy=".35em"'
+            for x in centres:
+                fill = ' fill="#ffffff">' if white[k] else ">"
+                out.append(f'<text x="{x}{y}{fill}{texts[k]}</text>')
                 k += 1
         out.append("</g>")
     return "".join(out)
@@ -227,25 +232,27 @@ def _marks(heatmap: Heatmap, lay: Layout, *, chosen: bool, focusable: bool) -> s
     rows, cols = heatmap.shape
     cell = lay.cell
     out = []
-    if heatmap.selected_row is not None:
-        out.append(
-            f'<rect class="hm-mark" x="{_n(lay.left)}"'
-            f' y="{_n(lay.top + heatmap.selected_row * cell)}"'
-            f' width="{_n(cols * cell)}" height="{_n(cell)}" fill="none" stroke="{MARK}"'
-            f' stroke-width="{_n(lay.type.gap * 2.5)}" pointer-events="none"/>'
-        )
+    if heatmap.selected_row is not None or focusable:
+        out.append(_grid(lay))  # in cell units, as the cells
+        if heatmap.selected_row is not None:
+            out.append(
+                f'<rect class="hm-mark" x="0" y="{heatmap.selected_row}" width="{cols}"'
+                f' height="1" fill="none" stroke="{MARK}"'
+                f' stroke-width="{_unit(lay.type.gap * 2.5, lay)}" pointer-events="none"/>'
+            )
+        if focusable:  # moved by the script to the cell's x and y
+            out.append(
+                '<g class="hm-cursor" visibility="hidden" pointer-events="none" fill="none">'
+                f'<rect width="1" height="1" stroke="#000000" stroke-width="{_unit(3, lay)}"/>'
+                f'<rect width="1" height="1" stroke="#ffffff" stroke-width="{_unit(1.5, lay)}"/>'
+                "</g>"
+            )
+        out.append("</g>")
     if chosen:
         out.append(
             f'<rect class="hm-chosen" x="{_n(lay.left - 2)}" y="{_n(lay.top - 2)}"'
             f' width="{_n(cols * cell + 4)}" height="{_n(rows * cell + 4)}" fill="none"'
             f' stroke="{MARK}" stroke-width="3" pointer-events="none"/>'
-        )
-    if focusable:
-        size = _n(cell)
-        out.append(
-            '<g class="hm-cursor" visibility="hidden" pointer-events="none" fill="none">'
-            f'<rect width="{size}" height="{size}" stroke="#000000" stroke-width="3"/>'
-            f'<rect width="{size}" height="{size}" stroke="#ffffff" stroke-width="1.5"/></g>'
         )
     return "".join(out)
 
@@ -451,10 +458,16 @@ def _tools(title: str) -> str:
     return f'<div class="hm-tools">{buttons}</div>'
 
 
-def _plot(svg: str) -> str:
+def _plot(svg: str, heatmap: Heatmap, lay: Layout) -> str:
     """The picture in its frame (a CSS container), then the place the hover text appears
-    (outside the frame, which would clip it)."""
-    return f'<div class="hm-plot">{svg}</div><p class="hm-tip" role="status"></p>'
+    (outside the frame, which would clip it) and, for SVG cells, what the script fills it
+    with (a PNG's cells are too small to point at)."""
+    data = (
+        ""
+        if lay.png
+        else f'<script type="application/json" class="hm-data">{heatmap.tip_data()}</script>'
+    )
+    return f'<div class="hm-plot">{svg}</div><p class="hm-tip" role="status"></p>{data}'
 
 
 def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
@@ -473,7 +486,7 @@ def render_heatmap(heatmap: Heatmap, *, present: bool = False) -> Markup:
     return Markup(
         f'<figure class="hm" id="{heatmap.id}" data-file="{escape(file_name(heatmap.title))}"'
         f' style="--hm-width: {_n(lay.width)}px">'
-        f"{_caption(heatmap.id, heatmap.title, heatmap.href)}{_plot(svg)}"
+        f"{_caption(heatmap.id, heatmap.title, heatmap.href)}{_plot(svg, heatmap, lay)}"
         f'<p class="visually-hidden" id="{desc_id}">{escape(description)}</p>'
         f"{_tools(heatmap.title)}</figure>"
     )
@@ -637,7 +650,7 @@ def render_group(group: HeatmapGroup, *, present: bool = False) -> Markup:
         cls = "hm hm-panel hm-chosen-panel" if chosen else "hm hm-panel"
         panels.append(
             f'<figure class="{cls}" id="{panel.id}">'
-            f"{_caption(panel.id, panel.title, panel.href)}{_plot(svg)}</figure>"
+            f"{_caption(panel.id, panel.title, panel.href)}{_plot(svg, panel, lay)}</figure>"
         )
     first = group.panels[0]
     rows, cols = first.shape

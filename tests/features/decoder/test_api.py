@@ -3,7 +3,6 @@ cache measured against the cost calculator, seeded sampling, the cache policies,
 test, 422 sentences a student can act on, and 503 when the model is missing, damaged or still
 loading."""
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.features.decoder import store
 from app.features.decoder.measure import time_steps
 from app.features.decoder.store import INSTALL_HINT, LoadedDecoder
 from app.features.stages.results import StageFields
+from tests.features.decoder.conftest import SlowLoad
 
 pytestmark = pytest.mark.usefixtures("decoder")  # loaded once, before the first request
 PER_TOKEN = 2 * 30 * 3 * 64 * 4  # K and V, 30 layers, 3 key/value heads, 64 wide, float32
@@ -216,24 +215,12 @@ def test_a_damaged_model_file_is_a_503_and_the_failure_is_kept(
 
 
 def test_while_the_model_loads_the_api_says_so_with_retry_after(
-    make_client: Callable[..., TestClient],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    decoder: LoadedDecoder,
+    make_client: Callable[..., TestClient], slow_load: SlowLoad
 ) -> None:
-    release = threading.Event()
-
-    def slow_load(gguf: Path, cache_dir: Path) -> LoadedDecoder:
-        release.wait(30)
-        return decoder
-
-    monkeypatch.setattr(store, "load", slow_load)
-    gguf = tmp_path / "model.gguf"  # another file: a store of its own, not loaded yet
-    gguf.symlink_to(store.package_gguf())
-    with make_client(decoder_gguf=gguf, decoder_wait_seconds=0.05) as c:
+    with make_client(decoder_gguf=slow_load.gguf, decoder_wait_seconds=0.05) as c:
         waiting = post(c, text="Hello")
         assert c.get("/healthz").json()["decoder"] == "loading"
-        release.set()
+        slow_load.release.set()
         ready = post(c, text="Hello")
         assert c.get("/healthz").json()["decoder"] == "ready"
     assert waiting.status_code == 503

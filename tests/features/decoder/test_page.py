@@ -4,7 +4,6 @@ reader's language; a missing or loading model is a 503 page that says what to do
 
 import asyncio
 import re
-import threading
 from collections.abc import Callable
 from html import unescape
 from pathlib import Path
@@ -16,12 +15,12 @@ from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.core.i18n import use_locale
-from app.features.decoder import store
 from app.features.decoder.form import DecoderForm
 from app.features.decoder.page import INDUCTION, LONG_TEXT, kept_runs
 from app.features.decoder.store import INSTALL_HINT, LoadedDecoder
 from app.settings import Settings
 from tests.conftest import TEST_SETTINGS
+from tests.features.decoder.conftest import SlowLoad
 
 pytestmark = pytest.mark.usefixtures("decoder")
 
@@ -82,6 +81,10 @@ def test_the_form_reads_strict_numbers_and_carries_only_what_applies() -> None:
     assert sampled.query is None
     assert sampled.request().cache.model_dump() == {"policy": "sinks", "window": 8, "sinks": 2}
     assert sampled.model_copy(update={"go": "generate"}).snapped().generate == 8
+    picked, _, _ = DecoderForm.read(QueryParams("layer=2&head=1&query=3&pick=17.4"))
+    opened = picked.snapped()  # a cell of the grid: that head, at the last token
+    assert (opened.layer, opened.head, opened.query, opened.pick) == (17, 4, None, None)
+    assert "pick" not in dict(picked.state())
 
 
 @pytest.mark.parametrize(
@@ -91,6 +94,7 @@ def test_the_form_reads_strict_numbers_and_carries_only_what_applies() -> None:
         ("es", "generate=65", "generate vale 65 pero debe ser como mucho 64"),
         ("en", "off=30.1", "off takes a head as layer.head, layer 0 to 29"),
         ("es", "off=30.1", "off indica una cabeza como capa.cabeza"),
+        ("en", "pick=3.9", "pick takes a head as layer.head, layer 0 to 29 and head 0 to 8"),
         ("en", "text=+++", "text is empty; type a prompt"),
         ("es", "text=+++", "text está vacío; escribe un prompt"),
         ("es", "text=" + "palabra+" * 300, "lee como mucho 256"),
@@ -220,33 +224,23 @@ def test_a_missing_model_is_a_503_page_saying_how_to_install_it(
 
 
 def test_while_the_model_loads_the_page_says_so(
-    make_client: Callable[..., TestClient],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    decoder: LoadedDecoder,
+    make_client: Callable[..., TestClient], slow_load: SlowLoad
 ) -> None:
-    release = threading.Event()
-
-    def slow_load(gguf: Path, cache_dir: Path) -> LoadedDecoder:
-        release.wait(30)
-        return decoder
-
-    monkeypatch.setattr(store, "load", slow_load)
-    gguf = tmp_path / "model.gguf"
-    gguf.symlink_to(store.package_gguf())
-    client = make_client(decoder_gguf=gguf, decoder_wait_seconds=0.05)
+    client = make_client(decoder_gguf=slow_load.gguf, decoder_wait_seconds=0.05)
     response = client.get("/decoder?lang=es")
-    release.set()
+    slow_load.release.set()
     assert (response.status_code, response.headers["retry-after"]) == (503, "5")
     assert "aún se está cargando" in text_of(response.text, "model-loading")
     assert '<meta http-equiv="refresh" content="5">' in response.text
 
 
-def test_spanish_numbers_on_the_grid(client: TestClient) -> None:
+def test_spanish_numbers_on_the_grid_whose_cells_open_their_head(client: TestClient) -> None:
     html = client.get("/decoder?lang=es").text
-    titles = re.findall(
-        r'<a href="/decoder[^"]*" data-layer="\d+" data-head="\d+" title="([^"]*)"', html
+    cells = re.findall(
+        r'<button form="decoder-form" name="pick" value="(\d+\.\d)" title="([^"]*)"', html
     )
-    assert len(titles) == 270
+    assert [value for value, _ in cells] == [f"{a}.{b}" for a in range(30) for b in range(9)]
+    titles = [title for _, title in cells]
+    assert unescape(titles[17 * 9 + 4]).startswith("capa 17 cabeza 4: anterior ")
     with use_locale("es"):
         assert all(re.search(r"anterior \d,\d\d", unescape(t)) for t in titles)

@@ -10,7 +10,7 @@ from app.core.formatting import matrix_text, number_text
 from app.core.i18n import use_locale
 from app.features.lab import service
 from app.features.lab.form import LabForm
-from app.features.lab.page import LabHead, lab_head, lab_page
+from app.features.lab.page import LabHead, lab_head, lab_page, shuffle_page
 from app.settings import Settings
 from app.web.pages import Problem, state_query
 
@@ -158,8 +158,8 @@ def test_changing_x_keeps_the_projections() -> None:
 
 def test_cells_that_do_not_fill_whole_rows_are_generated_again_and_said() -> None:
     form, problems, _ = read("d_model=2&x=1&x=0&x=0")
-    fitted_form, notes = form.fitted()
-    assert problems == []
+    fitted_form, _, fit_problems, notes = form.fitted()
+    assert problems == fit_problems == []
     assert notes == ["x did not fill whole rows, so it was generated again"]
     assert fitted_form.x == []
 
@@ -176,16 +176,24 @@ def test_the_padding_demo_extends_the_worked_example() -> None:
 
 def test_pads_past_the_last_token_are_left_out_and_said() -> None:
     form, _, _ = read("pad=1,7,9")
-    fitted_form, notes = form.fitted()
-    assert fitted_form.pad == [1]
+    fitted_form, _, problems, notes = form.fitted()
+    assert (fitted_form.pad, problems) == ([1], [])
     assert notes == ["pad 7, 9 are past the last token (2): left out"]
 
 
-def test_an_empty_text_shows_the_worked_example_and_says_so() -> None:
+def test_an_empty_text_is_a_problem_and_shows_the_worked_example() -> None:
     form, _, _ = read("tokens=+")
-    fitted_form, notes = form.fitted()
-    assert fitted_form.tokens == "The cat sleeps"
-    assert notes == ["tokens: the text is empty, so the worked example's “The cat sleeps” is shown"]
+    fitted_form, _, problems, notes = form.fitted()
+    assert (fitted_form.tokens, notes) == ("The cat sleeps", [])
+    said = "tokens: the text is empty, so the worked example's “The cat sleeps” is shown"
+    assert problems == [Problem("tokens", said)]
+
+
+def test_a_query_past_the_last_token_is_a_problem_and_shows_the_last() -> None:
+    form, _, _ = read("query=99")
+    fitted_form, _, problems, _ = form.fitted()
+    assert fitted_form.query == 2
+    assert problems == [Problem("query", "query 99 is past the last token (2): showing 2")]
 
 
 @pytest.mark.parametrize(
@@ -284,16 +292,15 @@ def test_more_tokens_than_the_server_takes_show_the_worked_example_text() -> Non
 
 @pytest.fixture
 def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The token lists every head computed was resolved for, in order."""
+    """The token lists of every head computed, in order."""
     calls: list[tuple[str, ...]] = []
-    real = service.resolve_inputs
+    real = service.one_head
 
-    def counting(req, settings):  # type: ignore[no-untyped-def]
-        inputs = real(req, settings)
+    def counting(inputs, allowed):  # type: ignore[no-untyped-def]
         calls.append(tuple(inputs.tokens))
-        return inputs
+        return real(inputs, allowed)
 
-    monkeypatch.setattr(service, "resolve_inputs", counting)
+    monkeypatch.setattr(service, "one_head", counting)
     return calls
 
 
@@ -306,9 +313,35 @@ def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     ],
 )
 def test_a_page_computes_its_head_once(resolved: list[tuple[str, ...]], query: str) -> None:
-    """The state's head once, and the shuffle demo's (its tokens in another order) once."""
+    """The lab's page computes the state's head once; the shuffle demo, asked for on a page
+    of its own, computes it once more on its tokens in another order."""
     page = lab_page(*read(query), SETTINGS)
     tokens = tuple(page.view.result.tokens)
-    assert resolved.count(tokens) == 1
+    assert resolved == [tokens]
+    resolved.clear()
+    shuffled = shuffle_page(*read(query), SETTINGS)
+    assert tuple(shuffled.view.result.tokens) == tokens
     assert len(resolved) == 2
+    assert resolved[0] == tokens
     assert sorted(resolved[1]) == sorted(tokens)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "tokens=a+b+c&d_model=3&mask=window&window=2&pad=1&positional=rope&d_k=2&seed=4",
+        "tokens=The+cat+sleeps&" + WORKED_GRIDS + "&mask=custom&allowed=100;110;011&scale=0",
+        "action=randomize-w_q",
+        "tokens=a+b&x=1,2,3;4,5,6&positional=sinusoidal&query=0",
+    ],
+)
+def test_the_fitted_inputs_are_what_the_api_resolves_for_the_same_state(query: str) -> None:
+    """The lab resolves its inputs once, as it fits its state; the API, given the state's
+    request, fills in the same numbers and computes the same head."""
+    fitted = read(query)[0].fitted()
+    lab = service.compute_head(service.checked(fitted.inputs, SETTINGS), SETTINGS)
+    api = service.compute_attention(fitted.form.request(), SETTINGS)
+    for name in ("x", "w_q", "w_k", "w_v", "weights", "output"):
+        assert np.array_equal(getattr(lab, name), getattr(api, name)), name
+    assert (lab.tokens, lab.query.index, lab.mask) == (api.tokens, api.query.index, api.mask)

@@ -3,13 +3,14 @@
 import csv
 import io
 import re
+from html import unescape
 
 import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
 from app.features.lab.form import LabForm
-from app.features.lab.page import PRESETS, lab_head, lab_page
+from app.features.lab.page import PRESETS, lab_head, shuffle_page
 from app.settings import Settings
 
 
@@ -317,7 +318,7 @@ def test_the_lab_shows_whether_shuffling_changes_the_output(
     query = QueryParams(
         {"tokens": "the cat saw the cat", "mask": "bidirectional", "positional": positional}
     )
-    page = lab_page(*LabForm.read(query), settings)
+    page = shuffle_page(*LabForm.read(query), settings)
     view = page.view
     assert page.problems == []
     assert view.result.positional == positional
@@ -325,3 +326,19 @@ def test_the_lab_shows_whether_shuffling_changes_the_output(
     assert [r["token"] for r in view.demo.repeats] == ["the", "cat"]
     assert all((r["gap"] < 1e-12) is equivariant for r in view.demo.repeats)
     assert (("positional", positional) in page.state) is (positional != "none")
+
+
+def test_the_lab_links_its_shuffle_demo_and_the_demo_links_back(client: TestClient) -> None:
+    """The lab computes one head; its shuffle demo is asked for by a link carrying the state,
+    and the demo's page links back to the same state."""
+    state = "tokens=the+cat+saw+the+cat&mask=bidirectional&positional=rope"
+    lab = client.get("/?" + state)
+    assert "data-equivariant" not in lab.text
+    href = re.search(r'id="shuffle-link" href="([^"]+)"', lab.text).group(1)
+    canonical = re.search(r'id="state-link" href="/\?([^"]+)"', lab.text).group(1)
+    assert unescape(href) == "/shuffle?" + unescape(canonical)
+    demo = client.get(unescape(href))
+    assert demo.status_code == 200
+    assert 'data-equivariant="no"' in demo.text
+    back = re.search(r'id="back-to-lab" href="([^"]+)"', demo.text).group(1)
+    assert unescape(back) == "/?" + unescape(canonical)

@@ -24,6 +24,7 @@ from app.features.model.store import load_model
 from app.figures.heatmap import weights_scale
 from app.math.similarity import HeadEffect
 from app.settings import Settings
+from tests.heatmap_tips import tip_texts
 
 SENTENCE = "The cat sat on the mat."
 CAT = "The cat sat on the mat because it was tired"
@@ -305,8 +306,8 @@ def test_the_layer_chart_and_rollout_show_the_apis_numbers(client: TestClient) -
     np.testing.assert_allclose(
         means[0]["y"], np.mean(api["attention_to"]["cls"], axis=1), atol=1e-4
     )
-    rollout = section(html, "fig-rollout", "</figure>")
-    numbers = re.findall(r'data-tip="[^"]*: ([\d.]+)"', rollout)  # "cat → the: 0.123"
+    # "cat → the: 0.123"
+    numbers = [text.rsplit(": ", 1)[1] for row in tip_texts(html, "fig-rollout") for text in row]
     n = len(api["tokens"])
     np.testing.assert_allclose(
         np.array(numbers, dtype=float).reshape(n, n), api["rollout"], atol=5e-4

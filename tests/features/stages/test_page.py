@@ -12,6 +12,7 @@ from app.features.lab.service import compute_attention
 from app.features.stages.page import HeadStages, Stage, head_stages, shorts
 from app.figures.heatmap import DIVERGING, VIRIDIS, render
 from app.settings import Settings
+from tests.heatmap_tips import tip_texts
 
 SETTINGS = Settings()
 
@@ -46,7 +47,8 @@ def test_hover_shows_the_cells_arithmetic(
     worked: HeadStages, name: str, i: int, j: int, text: str
 ) -> None:
     assert hover(worked, name, i, j) == text
-    assert text.replace(">", "&gt;") in render(stage(worked, name).map)  # in the markup
+    figure = stage(worked, name).map
+    assert tip_texts(render(figure), figure.id)[i][j] == text  # what the markup gives
 
 
 def test_hidden_cells_read_minus_infinity_and_zero_in_the_hidden_look(worked: HeadStages) -> None:
@@ -102,9 +104,21 @@ def test_markup_in_labels_is_text() -> None:
     assert "&lt;b&gt;x&lt;/b&gt;" in markup
 
 
-@pytest.mark.parametrize(("value", "text"), [(0.5, "0.5"), (1.0, "1"), (-0.34, "(−0.34)")])
-def test_short_factors(value: float, text: str) -> None:
-    assert shorts(format_rows([[value]])) == [[text]]
+@pytest.mark.parametrize(
+    ("lang", "value", "text"),
+    [
+        ("en", 0.5, "0.5"),
+        ("en", 1.0, "1"),
+        ("en", -0.34, "(−0.34)"),
+        ("en", 1000.0, "1,000"),
+        ("es", 0.5, "0,5"),
+        ("es", 1.0, "1"),
+        ("es", -0.34, "(−0,34)"),
+    ],
+)
+def test_short_factors(lang: str, value: float, text: str) -> None:
+    with use_locale(lang):
+        assert shorts(format_rows([[value]])) == [[text]]
 
 
 def test_csv_rows_count_every_cell() -> None:

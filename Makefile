@@ -72,11 +72,12 @@ lint: $(STAMP)
 ## The whole suite: lint, then unit, API, page and real-browser tests. The container check
 ## (deploy/container_test.py) runs beside them all, from the start: when buildah or podman is
 ## installed it builds the image and checks it, else it says in one sentence why it did not.
-## It mostly waits on disk and network, so it costs the rest little. Its report is printed
-## at the end; either failing fails `make test`.
+## It waits on disk and network mostly, and runs at a lower priority (nice): where the tests
+## keep both cores busy they go first and the check takes what they leave. Its report is
+## printed at the end; either failing fails `make test`.
 test: $(UV_BIN)
 	@echo "the container check starts beside the rest: $(CONTAINER_LOG)"
-	@$(PYTHON) deploy/container_test.py --uv $(UV_BIN) > $(CONTAINER_LOG) 2>&1 & container=$$!; \
+	@nice -n 10 $(PYTHON) deploy/container_test.py --uv $(UV_BIN) > $(CONTAINER_LOG) 2>&1 & container=$$!; \
 	trap 'kill $$container 2>/dev/null; wait $$container' INT TERM; \
 	if $(MAKE) --no-print-directory $(STAMP) $(PREPARED) chromium lint; then \
 	  echo "$(BIN)/python -m pytest"; $(BIN)/python -m pytest; tests=$$?; \

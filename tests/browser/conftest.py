@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Request, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    Playwright,
+    Request,
+    expect,
+    sync_playwright,
+)
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -31,8 +39,19 @@ CHROMIUM_ARGS = [
 ALLOWED_URLS = ("http://127.0.0.1:", "data:", "blob:")
 DESKTOP = {"width": 1280, "height": 800}
 HEADER_MAX_PX = 120  # the most of a phone's screen the site header may take
+# Every control of the header, and where it is: its left and right edges on screen.
+HEADER_CONTROLS = """() => [...document.querySelectorAll(
+  '.site-header :is(a, button, summary)')].filter((e) => e.getClientRects().length)
+  .map((e) => { const b = e.getBoundingClientRect();
+    return {text: e.textContent.trim(), left: b.left, right: b.right}; })"""
 
 HERE = Path(__file__).parent
+# How long `expect` waits for a locator before it fails the test (actions and navigations
+# wait up to Playwright's 30 s already). A wait ends as soon as the page shows what it waits
+# for, so this costs nothing when tests pass; expect's own 5 s failed them on a loaded 2-core
+# machine (plotly.js compiled for a worker's first chart).
+WAIT_MS = 20_000
+expect.set_options(timeout=WAIT_MS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

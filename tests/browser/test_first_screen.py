@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import HEADER_MAX_PX, save_screenshot
+from tests.browser.conftest import HEADER_CONTROLS, HEADER_MAX_PX, save_screenshot
 from tests.browser.figures import cells, heatmaps, wait_for_figure
 
 # Each page and the figure that is its main picture.
@@ -92,10 +92,14 @@ def test_a_phone_never_scrolls_sideways_and_reaches_a_heatmap_within_two_screens
     open_page: Callable[..., Page], size: tuple[int, int], query: str
 ) -> None:
     width, height = size
-    for path, box, _ in visit(open_page, size, query):
+    for path, box, page in visit(open_page, size, query):
         assert box["width"] <= width, f"{path} is {box['width']} px wide"
         assert box["header"] <= HEADER_MAX_PX, path
         assert box["first"]["top"] <= 2 * height, f"{path}: first heatmap at {box['first']}"
+        # Issue 28.6: every control of the header inside the screen, none cut off.
+        controls = page.evaluate(HEADER_CONTROLS)
+        assert len(controls) >= 5, controls  # brand, menu, presenter, embed, languages
+        assert [c for c in controls if c["left"] < 0 or c["right"] > width] == [], path
 
 
 LONG = "the quick brown fox jumps over the lazy dog and then it runs far away into the dark wood"

@@ -23,6 +23,7 @@ from app.figures.heatmap import Heatmap, HeatmapGroup, Tips, render, svg_documen
 from app.web.security import content_security_policy
 from app.web.static import PREFIX
 from tests.browser.conftest import axe_violations
+from tests.heatmap_tips import tip_texts
 from tests.web.test_heatmap import SVG, TOKENS, heads, square, weights_map, worked_stages
 
 PATH = "/heatmap-test"
@@ -85,7 +86,7 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
     expect(tip).to_be_hidden()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('figure').id") == "fig-scores"
-    sentences = scores_map().tips
+    sentences = tip_texts(render(scores_map()), "fig-scores")
     expect(tip).to_have_text(sentences[1][0])  # the selected query first: "q_cat · k_The = …"
     assert sentences[1][0] == "q_cat · k_The = 0×0.5 + 1×1 = 1.000"
     steps = [
@@ -109,7 +110,7 @@ def test_tab_reaches_the_figure_and_arrow_keys_read_its_cells(heatmap_page) -> N
 
 def test_hover_reads_a_cell_and_still_works_after_a_live_swap(heatmap_page) -> None:
     page = heatmap_page()
-    sentences = scores_map().tips
+    sentences = tip_texts(render(scores_map()), "fig-scores")
     assert sentences[0][1] == "q_The · k_cat = 1×1 + 0.5×0 = 1.000"  # filled in by the script
     tip = page.locator("#fig-scores .hm-tip")
     top_cell = page.locator("#fig-scores .hm-cells > rect").nth(1)

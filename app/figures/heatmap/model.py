@@ -15,8 +15,6 @@ from app.figures.heatmap.scale import HIDDEN_COLOUR, Scale, hex_to_rgb
 
 # A figure's id is its DOM id and the prefix of its parts' ids and of its CSS rule.
 ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-# A place in a hover template (static/js/heatmap.js fills them with the same pattern).
-PLACE = re.compile(r"\{(v|[rc]\d*|x\d+)\}")
 PLAIN_TIP = "{r} → {c}: {v}"  # a cell without arithmetic: "query → key: value"
 
 
@@ -50,10 +48,6 @@ class Tips:
 def _operands(labels: Sequence[str], operands: Sequence[Sequence[str]]) -> list[list[str]]:
     """Each row's (or column's) label, then its operands: `{r}` is item 0, `{rK}` item K."""
     return [[str(label), *(operands[i] if operands else ())] for i, label in enumerate(labels)]
-
-
-def _fill(template: str, cell: dict[str, str]) -> str:
-    return PLACE.sub(lambda m: cell[m.group(1)], template)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -195,25 +189,6 @@ class Heatmap:
             data["k"] = "".join(map(str, kinds.ravel().tolist()))
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return text.replace("<", "\\u003c")
-
-    @cached_property
-    def tips(self) -> list[list[str]]:
-        """What each cell says on hover and focus, filled in as static/js/heatmap.js fills it:
-        its arithmetic, or "query → key: value"."""
-        tips = self.tip_parts
-        kinds = self.tip_kinds.tolist()
-        rows = _operands(self.row_labels, tips.rows)
-        cols = _operands(self.col_labels, tips.cols)
-        out = []
-        for i, row in enumerate(rows):
-            out.append([])
-            for j, col in enumerate(cols):
-                cell = {"v": self.texts[i][j]}
-                cell |= {f"r{k}" if k else "r": t for k, t in enumerate(row)}
-                cell |= {f"c{k}" if k else "c": t for k, t in enumerate(col)}
-                cell |= {f"x{k}": m[i][j] for k, m in enumerate(tips.cells)}
-                out[i].append(_fill(tips.templates[kinds[i][j]], cell))
-        return out
 
 
 @dataclass(frozen=True)

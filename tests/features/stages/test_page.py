@@ -27,7 +27,8 @@ def stage(view: HeadStages, name: str) -> Stage:
 
 
 def hover(view: HeadStages, name: str, i: int, j: int) -> str:
-    return stage(view, name).map.tips[i][j]
+    picture = stage(view, name).map
+    return tip_texts(render(picture), picture.id)[i][j]
 
 
 @pytest.mark.parametrize(

@@ -13,12 +13,13 @@ timing run of /api/decoder/measure). Then, for each of several 8-word prompts:
   the time from the last keydown to the frame after the bars of the whole prompt.
 
 Medians are printed with the machine's load average: on a shared machine the wall times
-stretch. So the CPU time of one-key edit is printed too (the server's and chromium's, from
-/proc): with a core to themselves, the last key's bars take about that plus the 60 ms
-debounce.
+stretch. So the CPU time of a one-key edit is printed too (the server's and chromium's, from
+/proc, and the server's alone), with the size of the fragment it answered: with a core to
+themselves, the last key's bars take about that plus the 60 ms debounce.
 The goal is ≤ 300 ms.
 
-    .venv/bin/python bench/bench_decoder_page.py
+    .venv/bin/python bench/bench_decoder_page.py            # the page as it opens
+    .venv/bin/python bench/bench_decoder_page.py 17.4       # with head 4 of layer 17 open
 """
 
 import os
@@ -61,7 +62,10 @@ WATCH = """() => {
     const typed = document.getElementById("text").value;
     if (!echo || echo.dataset.prompt !== typed) return;
     const key = window.benchLastKey;
-    requestAnimationFrame(() => window.benchTimes.push([typed, performance.now() - key]));
+    const answers = performance.getEntriesByType("resource")
+      .filter(e => e.name.includes("fragment=1"));
+    const size = answers.length ? answers[answers.length - 1].decodedBodySize : 0;
+    requestAnimationFrame(() => window.benchTimes.push([typed, performance.now() - key, size]));
   });
 }"""
 
@@ -94,23 +98,24 @@ def warm(base: str) -> None:
 
 
 def main() -> None:
+    head = sys.argv[1] if len(sys.argv) > 1 else None
     server = Server(env={"RESPONSE_CACHE_BYTES": "0"})
     try:
-        run(server)
+        run(server, "/decoder" if head is None else f"/decoder?pick={head}")
     finally:
         server.stop()
 
 
-def run(server: Server) -> None:
+def run(server: Server, path: str) -> None:
     with sync_playwright() as p:
         base = server.url
         warm(base)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(base + "/decoder")
+        page.goto(base + path)
         page.evaluate(WATCH)
         field = page.locator("#text")
-        one_key, typing, cpu = [], [], []
+        one_key, typing, cpu, server_cpu, sizes = [], [], [], [], []
         seen = 0
         for prompt in PROMPTS:
             field.fill(prompt[:-1])  # one input event: one request, then settled
@@ -118,11 +123,13 @@ def run(server: Server) -> None:
             seen += 1
             settle(page, seen)
             field.press("End")
-            used = started_cpu_seconds()
+            used, served = started_cpu_seconds(), server.cpu_seconds()
             field.press(prompt[-1])
             seen += 1
             one_key.append(settle(page, seen))
             cpu.append(1000 * (started_cpu_seconds() - used))
+            server_cpu.append(1000 * (server.cpu_seconds() - served))
+            sizes.append(int(page.evaluate(f"window.benchTimes[{seen - 1}][2]")))
 
             field.fill("")
             field.dispatch_event("input")
@@ -135,6 +142,8 @@ def run(server: Server) -> None:
             typing.append(next(float(t) for text, t in times if text == final))
             seen = len(times)
         browser.close()
+    print(f"page {path}: fragment of a one-key edit {statistics.median(sizes) / 1000:.0f} kB")
+    print(f"server CPU per one-key edit: median {statistics.median(server_cpu):.0f} ms")
     report(one_key, typing, cpu)
 
 

@@ -58,14 +58,14 @@ WATCH = """() => {
   window.benchLastKey = 0;
   document.addEventListener("keydown", () => { window.benchLastKey = performance.now(); }, true);
   document.addEventListener("live:updated", () => {
-    const echo = document.querySelector("#next .prompt-echo");
-    const typed = document.getElementById("text").value;
-    if (!echo || echo.dataset.prompt !== typed) return;
-    const key = window.benchLastKey;
     const answers = performance.getEntriesByType("resource")
       .filter(e => e.name.includes("fragment=1"));
     const size = answers.length ? answers[answers.length - 1].decodedBodySize : 0;
     performance.clearResourceTimings(); // its buffer holds 250 entries
+    const echo = document.querySelector("#next .prompt-echo");
+    const typed = document.getElementById("text").value;
+    if (!echo || echo.dataset.prompt !== typed) return;
+    const key = window.benchLastKey;
     requestAnimationFrame(() => window.benchTimes.push([typed, performance.now() - key, size]));
   });
 }"""

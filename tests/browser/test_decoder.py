@@ -66,6 +66,8 @@ def test_type_generate_switch_the_policy_and_open_a_head(page: Page) -> None:
     rows = page.locator("#steps summary").all_text_contents()
     assert all("read" in r for r in rows)
 
+    expect(page.locator("#head-hint")).to_be_visible()  # no head open until one is chosen
+    assert page.locator("#layer-heads").count() == 0
     cell = page.locator('#head-grid button[value="17.4"]')
     edit(page, lambda: cell.click())
     assert (state(page)["layer"], state(page)["head"]) == ("17", "4")

@@ -44,7 +44,7 @@ def head_key(value: object, info: ValidationInfo) -> object:
 
 
 def optional_whole(value: object) -> object:
-    """The query select's "last token" is an empty value."""
+    """A select's empty choice ("the last token", "no head open") is None."""
     return None if value == "" else whole(value)
 
 
@@ -62,8 +62,10 @@ class DecoderForm(PageForm):
     policy: Literal["full", "window", "sinks"] = "full"
     window: Whole = Field(16, ge=1, le=MAX_PROMPT_TOKENS + MAX_GENERATED)
     sinks: Whole = Field(4, ge=1, le=MAX_PROMPT_TOKENS)
-    layer: Whole = Field(0, ge=0, le=MODEL_LAYERS - 1)
-    head: Whole = Field(0, ge=0, le=MODEL_HEADS - 1)
+    # The head whose stages are open: none until the reader opens one (a cell of the grid, a
+    # heatmap's title, the selects), since its strip is most of what a key would redraw.
+    layer: OptionalWhole = Field(None, ge=0, le=MODEL_LAYERS - 1)
+    head: OptionalWhole = Field(None, ge=0, le=MODEL_HEADS - 1)
     query: OptionalWhole = Field(None, ge=0, le=MAX_PROMPT_TOKENS - 1)
     off: list[HeadKey] = Field([], max_length=270)
     go: Literal["generate"] | None = None  # the Generate button's one-off value
@@ -71,13 +73,25 @@ class DecoderForm(PageForm):
 
     def snapped(self) -> Self:
         """The one-off buttons applied: Generate makes a length of 0 GENERATE_BUTTON; a
-        head picked in the grid becomes the layer and head shown, at the last token."""
+        head picked in the grid becomes the layer and head shown, at the last token. A layer
+        chosen without a head opens its head 0, and a head without a layer, layer 0's."""
         changes: dict[str, object] = {"go": None, "pick": None}
         if self.go and self.generate == 0:
             changes["generate"] = GENERATE_BUTTON
         if self.pick is not None:
             changes.update(layer=self.pick[0], head=self.pick[1], query=None)
+        elif self.layer is not None or self.head is not None:
+            changes.update(layer=self.layer or 0, head=self.head or 0)
+        else:
+            changes["query"] = None  # a query is a row of an open head
         return self.model_copy(update=changes)
+
+    @property
+    def opened(self) -> tuple[int, int] | None:
+        """(layer, head) of the head whose stages are open, once snapped; None when none is."""
+        if self.layer is None or self.head is None:
+            return None
+        return self.layer, self.head
 
     def state(self, **changes: object) -> list[tuple[str, object]]:
         """The parameters this state's links carry: only those that apply."""
@@ -89,8 +103,11 @@ class DecoderForm(PageForm):
             values.pop("window")
         if values["policy"] != "sinks":
             values.pop("sinks")
-        if values["query"] is None:
-            values.pop("query")
+        if values["layer"] is None or values["head"] is None:  # no head open
+            values.update(layer=None, head=None, query=None)
+        for name in ("layer", "head", "query"):
+            if values[name] is None:
+                values.pop(name)
         off = changes.get("off", self.off)
         return [*values.items(), *(("off", f"{a}.{b}") for a, b in off)]  # type: ignore[attr-defined]
 
@@ -118,8 +135,8 @@ class DecoderForm(PageForm):
             top=CANDIDATES,
             cache=self.cache(),
             ablate=[list(pair) for pair in sorted(set(self.off))],
-            weights="layer",
+            weights="none" if self.opened is None else "layer",
             layer=self.layer,
             head=self.head,
-            query=query,
+            query=None if self.opened is None else query,
         )

@@ -167,6 +167,7 @@ class DecoderView:
     undo_generate: str | None = None
     all_on: str | None = None
     toggle_head: str | None = None
+    close_head: str | None = None
     off_names: list[str] = field(default_factory=list)  # the heads switched off, in words
     request_json: dict[str, Any] | None = None
 
@@ -184,17 +185,17 @@ class DecoderView:
 
     @property
     def layer_choices(self) -> list[tuple[str, str]]:
-        return [(str(i), str(i)) for i in range(MODEL_LAYERS)]
+        return [("", gettext("none open")), *((str(i), str(i)) for i in range(MODEL_LAYERS))]
 
     @property
     def head_choices(self) -> list[tuple[str, str]]:
-        return [(str(i), str(i)) for i in range(MODEL_HEADS)]
+        return [("", gettext("none open")), *((str(i), str(i)) for i in range(MODEL_HEADS))]
 
     @property
     def query_choices(self) -> list[tuple[str, str]]:
-        """The last token (the default), or any token of the prompt."""
+        """The last token (the default), or any token of the prompt, once a head is open."""
         last = [("", gettext("the last token"))]
-        if self.result is None:
+        if self.result is None or self.form.opened is None:
             return last
         prompt = self.result.tokens[: self.result.prompt_length]
         return last + [(str(i), f"{i}: {shown_piece(t)}") for i, t in enumerate(prompt)]
@@ -546,10 +547,7 @@ def full_view(
     )
     timing.start()
     known = [s for s in result.surprisal[1 : result.prompt_length] if s is not None]
-    kv_head = result.kv_head or 0
     off = {tuple(pair) for pair in result.ablate}
-    chosen = (form.layer, form.head)
-    toggled = sorted(off ^ {chosen})
     view = replace(
         view,
         result=result,
@@ -564,9 +562,6 @@ def full_view(
         steps=step_views(result),
         text=result.text,
         groups=result.model.kv_groups,
-        head=one_head(result, tokens),
-        kv_head=kv_head,
-        group_mates=[h for h in result.model.kv_groups[kv_head] if h != form.head],
         cache=cache_view(result, form),
         timing=timing.result,
         policies=policy_view(form, kept),
@@ -574,15 +569,29 @@ def full_view(
         source=loaded.source_text(),
         undo_generate=url("/decoder", form.state(generate=0)) if form.generate else None,
         all_on=url("/decoder", form.state(off=[])) if off else None,
-        toggle_head=url("/decoder", form.state(off=toggled)),
         off_names=[
             gettext("layer %(layer)s head %(head)s") % {"layer": a, "head": b}
             for a, b in sorted(off)
         ],
         request_json=req.model_dump(exclude_defaults=True),
     )
+    view = replace(view, grid=head_grid(result, view, induction))
+    return view if form.opened is None else open_head(view, result, tokens, link)
+
+
+def open_head(
+    view: DecoderView, result: DecoderResult, tokens: list[str], link: Callable[[str], str]
+) -> DecoderView:
+    """The open head's stages, its group and its layer's nine maps."""
+    form = view.form
+    kv_head = result.kv_head or 0
+    off = {tuple(pair) for pair in result.ablate}
     return replace(
         view,
+        head=one_head(result, tokens),
+        kv_head=kv_head,
+        group_mates=[h for h in result.model.kv_groups[kv_head] if h != form.head],
+        toggle_head=url("/decoder", form.state(off=sorted(off ^ {form.opened}))),
+        close_head=url("/decoder", form.state(layer=None, head=None)),
         layer_maps=layer_maps(result, view, tokens, link),
-        grid=head_grid(result, view, induction),
     )

@@ -66,10 +66,14 @@ def test_the_form_reads_strict_numbers_and_carries_only_what_applies() -> None:
     assert [p.field for p in problems] == ["generate", "off"]
     assert form.generate == 0
     assert form.off == []
-    assert dict(DecoderForm().state()) == {
+    assert dict(DecoderForm().state()) == {  # no head open
         "text": "The capital of France is", "generate": 0, "method": "greedy", "policy": "full",
-        "layer": 0, "head": 0,
     }  # fmt: skip
+    closed = DecoderForm.read(QueryParams("query=3"))[0].snapped()
+    assert (closed.opened, closed.query, closed.request().head) == (None, None, None)
+    assert closed.request().weights == "none"
+    layer_only = DecoderForm.read(QueryParams("layer=5&query=2"))[0].snapped()
+    assert (layer_only.opened, dict(layer_only.state())["query"]) == ((5, 0), 2)
     sampled, _, _ = DecoderForm.read(
         QueryParams("method=sample&seed=3&policy=sinks&window=8&sinks=2&off=17.4&query=")
     )
@@ -129,6 +133,11 @@ def test_the_bars_surprisal_and_groups_are_the_apis(client: TestClient) -> None:
     assert 'id="layer-head-8"' in html
     query_rows = html.split('id="head-query"', 1)[1].split("</table>", 1)[0]
     assert "The query “␣Mary”" in unescape(query_rows)  # token 3 of the prompt
+    close = re.search(r'<a href="([^"]*)" id="close-head"', html)
+    assert close
+    assert dict(QueryParams(unescape(close[1]).split("?", 1)[1])) == {
+        "text": text, "generate": "0", "method": "greedy", "policy": "full"
+    }  # fmt: skip
 
 
 def test_the_cache_measured_agrees_with_the_cost_calculator(client: TestClient) -> None:
@@ -236,6 +245,9 @@ def test_while_the_model_loads_the_page_says_so(
 
 def test_spanish_numbers_on_the_grid_whose_cells_open_their_head(client: TestClient) -> None:
     html = client.get("/decoder?lang=es").text
+    assert "Ninguna cabeza está abierta" in text_of(html, "head-hint")  # none until one is
+    assert 'id="layer-heads"' not in html
+    assert 'id="head-weights"' not in html
     cells = re.findall(
         r'<button form="decoder-form" name="pick" value="(\d+\.\d)" title="([^"]*)"', html
     )

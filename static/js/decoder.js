@@ -16,7 +16,8 @@
   function open(layer, head) {
     document.getElementById("layer").value = layer;
     document.getElementById("head").value = head;
-    document.getElementById("query").value = "";
+    const query = document.getElementById("query"); // there once a head is open
+    if (query) query.value = "";
     decoder.update({ now: true, push: true });
   }
 

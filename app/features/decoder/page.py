@@ -223,7 +223,7 @@ def kept_run(
 
     def compute() -> DecoderResult:
         with _kept_turn:
-            return compute_decoder(req, settings)
+            return compute_decoder(req, settings, remember=False)
 
     with _kept_lock:
         run = _kept.pop(key, None) or OnceInBackground(compute, KEPT_WAIT_S, KEPT_BUSY)

@@ -16,9 +16,11 @@ switched off, the layers observed) and found by the longest shared prefix of tok
 Bounded in bytes, per process (PREFILL_BYTES): an entry holds about 63 KB per position
 (K and V 46 KB over the 30 layers, the heads' numbers 9 KB, the watched layer's rows 6 KB,
 the final hidden row 2 KB) and its watched layer's n × n weights: an 8-word prompt about
-0.7 MB, the longest prompt with 64 tokens generated (320 positions) about 24 MB. 64 MB keeps
-the last hundred or so edits of short prompts, or two of the longest, at a tenth of the
-memory a worker maps for the weights; the least recently used entry goes first.
+0.7 MB, the longest prompt (256 tokens) about 19 MB, whatever was generated after it (only
+the prompt's positions are kept). 64 MB keeps the last hundred or so edits of short prompts,
+or three of the longest, at a tenth of the memory a worker maps for the weights; the least
+recently used entry goes first. The page's background runs (the long text under each cache
+policy, the induction test) are not kept: nobody types on them.
 """
 
 import threading
@@ -57,8 +59,8 @@ class PrefillKey:
 
 @dataclass(frozen=True)
 class Prefilled:
-    """What one request's prompt computed, row by row. The arrays may be longer than the
-    prompt (they were made for the tokens generated after it); only prompt rows are read."""
+    """What one request's prompt computed, row by row, its arrays holding the prompt's
+    positions alone."""
 
     ids: tuple[int, ...]  # the prompt's token ids
     kv: llama.KVRecord

@@ -200,12 +200,18 @@ def cache_capacity(policy: dc.CachePolicy, prompt: int, n: int) -> int:
 
 
 def compute_decoder(
-    req: DecoderRequest, settings: Settings, check: Callable[[], None] = llama.keep_going
+    req: DecoderRequest,
+    settings: Settings,
+    check: Callable[[], None] = llama.keep_going,
+    remember: bool = True,
 ) -> DecoderResult:
     """The whole /api/decoder result for one request, with one BLAS thread (ONE_BLAS_THREAD).
-    `check` is called between layers and may raise to abandon the work."""
+    `check` is called between layers and may raise to abandon the work. `remember`: keep
+    the prompt's rows for the next request that begins the same way (app/features/decoder/
+    prefill.py); a run nobody types on (the page's background runs) would only evict the
+    prompts that are being typed."""
     with one_blas_thread():
-        return decode_request(req, settings, check)
+        return decode_request(req, settings, check, remember)
 
 
 @dataclass
@@ -234,6 +240,20 @@ class Observed:
     @property
     def observers(self) -> list[llama.Observer]:
         return [self.log, self.kv] if self.watch is None else [self.log, self.kv, self.watch]
+
+    def prompt_rows(self, config: llama.LlamaConfig, n: int) -> "Observed":
+        """A copy of positions 0 … n − 1 alone: what a kept prompt needs, without the rows
+        made for the tokens generated after it (a 64-token generation would keep several
+        times the prompt's bytes)."""
+        log = llama.AttentionLog(config, n, list(self.log.dense), self.log.lookback)
+        log.resume(self.log, n)
+        kv = llama.KVRecord(config, n, self.kv.k.dtype)
+        kv.resume(self.kv, n)
+        watch = None
+        if self.watch is not None:
+            watch = llama.LayerWatch(config, self.watch.layer, n, self.watch.x.dtype)
+            watch.resume(self.watch, n)
+        return Observed(log, kv, watch)
 
     def resume(self, decoder: llama.Decoder, earlier: Resumed) -> None:
         kept, r = earlier.kept, earlier.rows
@@ -264,9 +284,8 @@ def decode(
     if r < len(ids):
         hidden[r:] = decoder.feed(ids[r:])
     surprisal, normaliser, logits = prompt_rows(hidden, ids, model, earlier)
-    prefilled = Prefilled(
-        tuple(ids), observed.kv, observed.log, observed.watch, hidden, normaliser, surprisal
-    )
+    rows = observed if req.generate == 0 else observed.prompt_rows(model.config, len(ids))
+    prefilled = Prefilled(tuple(ids), rows.kv, rows.log, rows.watch, hidden, normaliser, surprisal)
     sampler = sm.Sampler(**req.sampling.model_dump())
     run = Run(list(ids), list(surprisal), logits, [], None, decoder, prefilled)
     for _ in range(req.generate):
@@ -305,7 +324,7 @@ def every_head_on(
 
 
 def decode_request(
-    req: DecoderRequest, settings: Settings, check: Callable[[], None]
+    req: DecoderRequest, settings: Settings, check: Callable[[], None], remember: bool
 ) -> DecoderResult:
     loaded = loaded_decoder(settings)
     model = loaded.weights
@@ -336,7 +355,8 @@ def decode_request(
     )
     found = prefills.longest(key, prompt)
     run = decode(req, loaded, prompt, decoder, observed, found and Resumed(*found))
-    prefills.keep(key, run.prefilled)
+    if remember:
+        prefills.keep(key, run.prefilled)
     n = len(run.ids)
 
     extra: dict[str, object] = {}

@@ -111,6 +111,21 @@ def test_other_heads_or_another_policy_never_share_rows(
     assert resumed == [0, 0, 0, 0, 4]
 
 
+def test_a_generation_keeps_its_prompt_rows_alone_and_a_background_run_nothing(
+    decoder: LoadedDecoder, resumed: list[int]
+) -> None:
+    background = DecoderRequest(text="The capital of Spain is")
+    service.compute_decoder(background, SETTINGS, remember=False)  # as the page's kept runs
+    decode("The capital of France is", generate=3)
+    decode("The capital of France is")
+    assert resumed == [0, 0, 5]  # nothing kept from Spain; all 5 prompt rows from France
+    key = PrefillKey(id(decoder.weights), dc.FULL, (), (), None, None)
+    found = prefill.prefills.longest(key, [decoder.tokenizer.encode("The").ids[0]])
+    assert found is not None
+    kept = found[0]
+    assert (len(kept.ids), kept.kv.k.shape[1], kept.log.first.shape[-1]) == (5, 5, 5)
+
+
 def entry(decoder: LoadedDecoder, ids: tuple[int, ...]) -> Prefilled:
     config, n = decoder.weights.config, len(ids)
     return Prefilled(

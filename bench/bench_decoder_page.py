@@ -140,7 +140,7 @@ def run(server: Server, path: str) -> None:
             field.press_sequentially(final, delay=KEY_MS)
             wait_until(page, f"window.benchTimes.some(t => t[0] === {final!r})")
             times = page.evaluate("window.benchTimes")
-            typing.append(next(float(t) for text, t in times if text == final))
+            typing.append(next(float(t) for text, t, _ in times if text == final))
             seen = len(times)
         browser.close()
     print(f"page {path}: fragment of a one-key edit {statistics.median(sizes) / 1000:.0f} kB")

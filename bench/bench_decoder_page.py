@@ -66,24 +66,29 @@ WATCH = """() => {
     const typed = document.getElementById("text").value;
     if (!echo || echo.dataset.prompt !== typed) return;
     const key = window.benchLastKey;
-    requestAnimationFrame(() => window.benchTimes.push([typed, performance.now() - key, size]));
+    requestAnimationFrame(() => {
+      window.benchTimes.push([typed, performance.now() - key, size]);
+      document.dispatchEvent(new Event("bench:timed"));
+    });
+  });
+  window.benchUntil = (test) => new Promise((done) => {
+    if (test()) return done(true);
+    document.addEventListener("bench:timed", function seen() {
+      if (!test()) return;
+      document.removeEventListener("bench:timed", seen);
+      done(true);
+    });
   });
 }"""
-
-
-def wait_until(page: Page, expression: str, timeout_s: float = 120) -> None:
-    """Poll an expression in the page (page.wait_for_function evaluates with eval, which the
-    page's Content-Security-Policy refuses)."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(f"() => Boolean({expression})"):
-        if time.monotonic() > deadline:
-            raise TimeoutError(expression)
-        page.wait_for_timeout(5)
+# Waiting for a timing: one promise in the page, not a poll every few ms, whose round trips
+# through Playwright's driver would take CPU from the page and the server being timed.
+COUNT = "count => window.benchUntil(() => window.benchTimes.length >= count)"
+TYPED = "text => window.benchUntil(() => window.benchTimes.some(t => t[0] === text))"
 
 
 def settle(page: Page, count: int) -> float:
     """Wait for the count-th timing of the session and return it (ms)."""
-    wait_until(page, f"window.benchTimes.length >= {count}")
+    page.evaluate(COUNT, count)
     return float(page.evaluate(f"window.benchTimes[{count - 1}][1]"))
 
 
@@ -138,7 +143,7 @@ def run(server: Server, path: str) -> None:
             page.wait_for_timeout(300)  # the empty prompt's answer is in
             final = prompt.lower()
             field.press_sequentially(final, delay=KEY_MS)
-            wait_until(page, f"window.benchTimes.some(t => t[0] === {final!r})")
+            page.evaluate(TYPED, final)
             times = page.evaluate("window.benchTimes")
             typing.append(next(float(t) for text, t, _ in times if text == final))
             seen = len(times)

@@ -274,11 +274,12 @@ class Decoder:
 
 def weight_on(weights: np.ndarray, keys: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Each row's weight on one key position: weights (h, r, c) over `keys` (c, ascending),
-    targets (r,) → (h, r); 0 where the target is not among the keys."""
-    index = np.clip(np.searchsorted(keys, targets), 0, len(keys) - 1)  # (r,)
+    targets (r,) → (h, r), or several targets per row at once, (t, r) → (t, h, r); 0 where
+    the target is not among the keys."""
+    index = np.minimum(np.searchsorted(keys, targets), len(keys) - 1)  # (…, r)
     found = keys[index] == targets
-    picked = np.take_along_axis(weights, index[None, :, None], axis=-1)[..., 0]  # (h, r)
-    return np.where(found, picked, 0.0)
+    picked = weights[:, np.arange(targets.shape[-1]), index]  # (h, …, r)
+    return np.where(found[..., None, :], np.moveaxis(picked, 0, -2), 0.0)
 
 
 class KVRecord:
@@ -327,13 +328,13 @@ class AttentionLog:
 
     def __call__(self, rows: LayerRows) -> None:
         w, p, keys, layer = rows.weights, rows.positions, rows.keys, rows.layer
-        self.previous[layer][:, p] = weight_on(w, keys, p - 1)
-        self.itself[layer][:, p] = weight_on(w, keys, p)
-        self.first[layer][:, p] = weight_on(w, keys, np.zeros_like(p))
+        back = [] if self.lookback is None else [p - self.lookback]
+        on = weight_on(w, keys, np.stack([p - 1, p, np.zeros_like(p), *back]))  # one pass
+        self.previous[layer][:, p], self.itself[layer][:, p], self.first[layer][:, p] = on[:3]
         self.entropy[layer][:, p] = row_entropy(w)
         self.visible[p] = rows.allowed.sum(axis=-1)
-        if self.back is not None and self.lookback is not None:
-            self.back[layer][:, p] = weight_on(w, keys, p - self.lookback)
+        if self.back is not None:
+            self.back[layer][:, p] = on[3]
         if layer in self.dense:
             self.dense[layer][:, p[:, None], keys[None, :]] = w
 

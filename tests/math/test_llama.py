@@ -232,6 +232,8 @@ def test_weight_on_picks_each_rows_key_and_zero_where_it_is_not_held() -> None:
     keys = np.array([0, 2, 5, 6])
     picked = llama.weight_on(weights, keys, np.array([2, 3, 6]))
     assert picked.tolist() == [[1.0, 0.0, 11.0], [13.0, 0.0, 23.0]]
+    both = llama.weight_on(weights, keys, np.array([[2, 3, 6], [0, 0, 5]]))  # two per row
+    assert both.tolist() == [picked.tolist(), [[0.0, 4.0, 10.0], [12.0, 16.0, 22.0]]]
 
 
 def test_silu_and_rms_norm_follow_their_formulas() -> None:

@@ -19,8 +19,6 @@ from app.features.model.store import model_state
 from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import errors, health
-from app.web.cache import AnswerCache
-from app.web.classroom import ClassroomMiddleware
 from app.web.deps import ClientLeftError
 from app.web.edge import Edge
 from app.web.requestlog import configure_logging
@@ -60,15 +58,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
     application.include_router(health.router)
-    # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
-    # the query for the templates to carry on), compression (zstd, br or gzip at fast levels),
-    # the answer cache (answers as sent), the static files (precompressed), and the edge (size
-    # limits, language, request id, security headers, the log line, the 500 answer).
-    application.add_middleware(ClassroomMiddleware)
+    # Middleware, innermost first: compression (zstd, br or gzip at fast levels), and the
+    # edge (app/web/edge.py: size limits, language and classroom view, request id, the static
+    # files, the answer cache, security headers, the log line, the 500 answer).
     application.add_middleware(CompressMiddleware, minimum_size=500)
-    application.add_middleware(AnswerCache, max_bytes=settings.response_cache_bytes)
-    application.add_middleware(static.serve)
-    application.add_middleware(Edge, settings=settings)
+    application.add_middleware(Edge, settings=settings, static=static)
     return application
 
 

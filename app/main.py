@@ -52,11 +52,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(ModelUnavailableError, errors.model_unavailable_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(ClientLeftError, errors.client_left_handler)
-    for feature in FEATURES:
-        application.include_router(feature.pages)
+    # The API first: its paths (all under /api/) are tried before the pages', which no API
+    # request could match anyway.
     for feature in FEATURES:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
+    for feature in FEATURES:
+        application.include_router(feature.pages)
     application.include_router(health.router)
     # Middleware, innermost first: compression (zstd, br or gzip at fast levels), and the
     # edge (app/web/edge.py: size limits, language and classroom view, request id, the static

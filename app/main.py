@@ -36,6 +36,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         docs_url=None,  # /docs is ours (app/features/docs): Swagger UI without a CDN
         redoc_url=None,
+        # No OpenTelemetry: requests are logged as JSON lines (app/web/requestlog.py), and
+        # FastAPI's hooks would otherwise look for a configured provider on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     application.state.settings = settings  # read by the get_settings dependency
     application.state.static = static = StaticFiles.built(settings.cache_dir)

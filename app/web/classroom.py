@@ -78,19 +78,16 @@ class Classroom:
     state: tuple[tuple[str, str], ...]  # the page's own parameters (its form fields)
     classroom: tuple[tuple[str, str], ...]  # the classroom parameters of the URL
     lang: str  # the locale the page is rendered in
-    page_cuts: tuple[tuple[str, int], ...] = ()  # the page's own parameters it cut
 
     @classmethod
     def from_request(cls, request: Request) -> "Classroom":
         return cls(
             path=request.url.path,
-            # the parameters the page declares (app/web/deps.page_query), so that no other
-            # parameter of the address is copied into every link; a page without declared
-            # parameters keeps its query as it came
+            # the page's canonical state (app/web/pages.respond), so that no other parameter
+            # of the address is copied into every link; a page without one keeps its query
             state=getattr(request.state, "page_state", tuple(request.query_params.multi_items())),
             classroom=tuple(request.scope.get(SCOPE_KEY, ())),
             lang=current_locale(),
-            page_cuts=tuple(getattr(request.state, "page_cuts", ())),
         )
 
     @property
@@ -156,16 +153,15 @@ class Classroom:
 
     @property
     def cut(self) -> list[tuple[str, int]]:
-        """The parameters longer than their limit, which the page uses cut: (name, limit).
-        The page's own text fields (app/web/deps.page_query), then the teacher's lesson."""
-        lesson = []
-        if self.lesson is not None and not self.lesson.builtin:
-            lesson = [
-                (name, limit)
-                for name, limit in LESSON_LIMITS
-                if len((param(self.classroom, name) or "").strip()) > limit
-            ]
-        return [*self.page_cuts, *lesson]
+        """The teacher's lesson parameters longer than their limit, which the page uses cut:
+        (name, limit). A page's own fields say so in its notes (app/web/pages.PageForm)."""
+        if self.lesson is None or self.lesson.builtin:
+            return []
+        return [
+            (name, limit)
+            for name, limit in LESSON_LIMITS
+            if len((param(self.classroom, name) or "").strip()) > limit
+        ]
 
     def link(self, target: str) -> str:
         """A local link that keeps the view (language, presenter mode, embed): every `href`

@@ -15,6 +15,7 @@ from app.core.lessons import lesson_by_slug
 from app.settings import Settings
 from app.web.cache import cacheable
 from app.web.edge import Edge
+from tests.aio import run_async
 
 
 class Counted:
@@ -61,7 +62,7 @@ async def ask_together(counted: Counted, path: str, count: int, encoding: str) -
 
 def test_a_class_asking_together_gets_one_answer_made_once() -> None:
     counted = Counted()
-    bodies = asyncio.run(ask_together(counted, "/kept/lesson", 200, "gzip"))
+    bodies = run_async(ask_together(counted, "/kept/lesson", 200, "gzip"))
     assert bodies == {("lesson" * 2000)[:2000].encode()}  # httpx decodes the gzip
     assert counted.made == {"lesson": 1}
 

@@ -34,6 +34,10 @@
 
   // ---------------------------------------------------------------- swapping
 
+  // Swapped whole when they differ: a field's value and a script's data live in properties
+  // and caches that attributes and text nodes do not reach.
+  const WHOLE = /^(INPUT|SELECT|TEXTAREA|SCRIPT)$/;
+
   function twinOf(node, candidates, index) {
     if (node.nodeType === 1 && node.id) {
       return candidates.find(function (c) { return c.nodeType === 1 && c.id === node.id; }) || null;
@@ -52,44 +56,54 @@
     });
   }
 
-  // `old` contains the focused element: keep it and the path down to it, swap the rest.
-  function keepFocused(old, fresh, active) {
-    if (old === active) {
+  // Make `old` (on the page) what `fresh` (from the answer) is, changing only what differs:
+  // what is the same stays in place, so the browser neither styles, lays out nor paints it
+  // again. The focused element and its ancestors are never replaced or moved, so focus,
+  // caret and selection survive; a drawn chart stays (static/js/figures.js redraws it when
+  // its data changed).
+  function morph(old, fresh, active) {
+    if (old === active && (old.tagName === "INPUT" || old.tagName === "TEXTAREA")) {
       copyAttributes(old, fresh, true); // its value is what the reader is typing
-      if (old.tagName !== "INPUT" && old.tagName !== "TEXTAREA") { // a select, a link, a button
-        const value = old.value;
-        old.replaceChildren.apply(old, Array.from(fresh.childNodes));
-        if (old.tagName === "SELECT") old.value = value;
-      }
       return;
     }
-    const keeper = Array.from(old.childNodes).find(function (c) { return c.contains(active); });
-    const freshKids = Array.from(fresh.childNodes);
-    const twin = twinOf(keeper, freshKids, Array.from(old.childNodes).indexOf(keeper));
-    if (!twin) { // the server dropped the field being edited: nothing left to keep
+    if (old.isEqualNode(fresh)) return;
+    if (old.nodeType === 1 && old.dataset.figure && old.dataset.figure === fresh.dataset.figure) return;
+    if (old.nodeName !== fresh.nodeName || (WHOLE.test(old.nodeName) && old !== active)) {
       old.replaceWith(fresh);
       return;
     }
-    Array.from(old.childNodes).forEach(function (c) { if (c !== keeper) c.remove(); });
+    if (old.nodeType !== 1) { // text
+      old.nodeValue = fresh.nodeValue;
+      return;
+    }
+    copyAttributes(old, fresh, false);
+    if (old.tagName === "SELECT") { // focused: its options change, the choice stays
+      const value = old.value;
+      old.replaceChildren.apply(old, Array.from(fresh.childNodes));
+      old.value = value;
+      return;
+    }
+    morphChildren(old, fresh, active);
+  }
+
+  function morphChildren(old, fresh, active) {
+    const olds = Array.from(old.childNodes);
+    const freshKids = Array.from(fresh.childNodes);
+    if (olds.length === freshKids.length) {
+      olds.forEach(function (child, i) { morph(child, freshKids[i], active); });
+      return;
+    }
+    const keeper = active && old.contains(active) ? olds.find(function (c) { return c.contains(active); }) : null;
+    const twin = keeper && twinOf(keeper, freshKids, olds.indexOf(keeper));
+    if (!twin) { // nothing focused here, or the server dropped the field being edited
+      old.replaceChildren.apply(old, freshKids);
+      return;
+    }
+    olds.forEach(function (c) { if (c !== keeper) c.remove(); });
     const at = freshKids.indexOf(twin);
     freshKids.slice(0, at).forEach(function (c) { old.insertBefore(c, keeper); });
     freshKids.slice(at + 1).forEach(function (c) { old.appendChild(c); });
-    copyAttributes(old, fresh, false);
-    keepFocused(keeper, twin, active);
-  }
-
-  function keepPlots(old, fresh) {
-    old.querySelectorAll("[data-figure]").forEach(function (plot) {
-      const twin = fresh.querySelector('[data-figure="' + CSS.escape(plot.dataset.figure) + '"]');
-      if (twin && plot !== document.activeElement) twin.replaceWith(plot);
-    });
-  }
-
-  function swapOne(old, fresh) {
-    const active = document.activeElement;
-    keepPlots(old, fresh);
-    if (active && active !== document.body && old.contains(active)) keepFocused(old, fresh, active);
-    else old.replaceWith(fresh);
+    morph(keeper, twin, active);
   }
 
   function swap(doc, ids) {
@@ -98,7 +112,7 @@
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (!fresh || !old) return;
-      swapOne(old, document.adoptNode(fresh));
+      morph(old, document.adoptNode(fresh), document.activeElement);
       if (document.getElementById(id)) swapped.push(document.getElementById(id));
     });
     if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped);

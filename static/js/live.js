@@ -22,6 +22,9 @@
 //     once, with its name and value;
 //   - a newer request aborts the one under way, and an answer that is not the newest is
 //     ignored: one request, one swap;
+//   - a swap changes only what differs: what the answer has the same stays in place (the
+//     browser does not style, lay out or paint it again), so typing that changes a label
+//     redraws that label, not the page;
 //   - the element that has focus is never replaced or moved: its ancestors are kept and only
 //     their other children are swapped, so focus, caret and selection survive every update;
 //   - after each swap the document gets a "live:updated" event (what a benchmark listens to).
@@ -47,20 +50,25 @@
   }
 
   function copyAttributes(old, fresh, keepValue) {
-    Array.from(old.attributes).forEach(function (a) {
-      if (!fresh.hasAttribute(a.name)) old.removeAttribute(a.name);
-    });
-    Array.from(fresh.attributes).forEach(function (a) {
-      if (keepValue && (a.name === "value" || a.name === "checked")) return;
+    const had = old.attributes;
+    for (let i = had.length - 1; i >= 0; i--) {
+      if (!fresh.hasAttribute(had[i].name)) old.removeAttribute(had[i].name);
+    }
+    const given = fresh.attributes;
+    for (let i = 0; i < given.length; i++) {
+      const a = given[i];
+      if (keepValue && (a.name === "value" || a.name === "checked")) continue;
       if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
-    });
+    }
   }
 
   // Make `old` (on the page) what `fresh` (from the answer) is, changing only what differs:
   // what is the same stays in place, so the browser neither styles, lays out nor paints it
-  // again. The focused element and its ancestors are never replaced or moved, so focus,
-  // caret and selection survive; a drawn chart stays (static/js/figures.js redraws it when
-  // its data changed).
+  // again. An element whose children are all empty elements (a heatmap's group of cells) is
+  // replaced whole when it differs: one call, where setting each cell's attributes would
+  // take hundreds; a text (a number, a label) is set in place. The focused element and its
+  // ancestors are never replaced or moved, so focus, caret and selection survive; a drawn
+  // chart stays (static/js/figures.js redraws it when its data changed).
   function morph(old, fresh, active) {
     if (old === active && (old.tagName === "INPUT" || old.tagName === "TEXTAREA")) {
       copyAttributes(old, fresh, true); // its value is what the reader is typing
@@ -68,7 +76,8 @@
     }
     if (old.isEqualNode(fresh)) return;
     if (old.nodeType === 1 && old.dataset.figure && old.dataset.figure === fresh.dataset.figure) return;
-    if (old.nodeName !== fresh.nodeName || (WHOLE.test(old.nodeName) && old !== active)) {
+    const focused = active && old.contains(active);
+    if (old.nodeName !== fresh.nodeName || (!focused && (WHOLE.test(old.nodeName) || leafy(fresh)))) {
       old.replaceWith(fresh);
       return;
     }
@@ -77,7 +86,7 @@
       return;
     }
     copyAttributes(old, fresh, false);
-    if (old.tagName === "SELECT") { // focused: its options change, the choice stays
+    if (old === active && old.tagName === "SELECT") { // its options change, the choice stays
       const value = old.value;
       old.replaceChildren.apply(old, Array.from(fresh.childNodes));
       old.value = value;
@@ -86,13 +95,25 @@
     morphChildren(old, fresh, active);
   }
 
+  // Whether `node` has child elements and none of them has children of its own.
+  function leafy(node) {
+    if (!node.firstElementChild) return false;
+    for (let child = node.firstElementChild; child; child = child.nextElementSibling) {
+      if (child.firstChild) return false;
+    }
+    return true;
+  }
+
   function morphChildren(old, fresh, active) {
-    const olds = Array.from(old.childNodes);
-    const freshKids = Array.from(fresh.childNodes);
-    if (olds.length === freshKids.length) {
-      olds.forEach(function (child, i) { morph(child, freshKids[i], active); });
+    if (old.childNodes.length === fresh.childNodes.length) {
+      // from the last: a fresh child moved into the page leaves the ones before it in place
+      for (let i = old.childNodes.length - 1; i >= 0; i--) {
+        morph(old.childNodes[i], fresh.childNodes[i], active);
+      }
       return;
     }
+    const olds = Array.from(old.childNodes);
+    const freshKids = Array.from(fresh.childNodes);
     const keeper = active && old.contains(active) ? olds.find(function (c) { return c.contains(active); }) : null;
     const twin = keeper && twinOf(keeper, freshKids, olds.indexOf(keeper));
     if (!twin) { // nothing focused here, or the server dropped the field being edited
@@ -112,7 +133,7 @@
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (!fresh || !old) return;
-      morph(old, document.adoptNode(fresh), document.activeElement);
+      morph(old, fresh, document.activeElement); // moving a node adopts it
       if (document.getElementById(id)) swapped.push(document.getElementById(id));
     });
     if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped);

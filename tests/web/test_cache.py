@@ -13,6 +13,7 @@ from starlette_compress import CompressMiddleware
 
 from app.core.lessons import lesson_by_slug
 from app.web.cache import AnswerCache, cacheable
+from tests.aio import run_async
 
 
 class Counted:
@@ -57,7 +58,7 @@ async def ask_together(counted: Counted, path: str, count: int, encoding: str) -
 
 def test_a_class_asking_together_gets_one_answer_made_once() -> None:
     counted = Counted()
-    bodies = asyncio.run(ask_together(counted, "/kept/lesson", 200, "gzip"))
+    bodies = run_async(ask_together(counted, "/kept/lesson", 200, "gzip"))
     assert bodies == {("lesson" * 2000)[:2000].encode()}  # httpx decodes the gzip
     assert counted.made == {"lesson": 1}
 

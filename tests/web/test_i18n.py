@@ -4,7 +4,6 @@ concurrent readers in different languages never see each other's words."""
 import asyncio
 import math
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
@@ -28,6 +27,7 @@ from app.core.i18n import (
 )
 from app.main import create_app
 from app.web.nav import NAV
+from tests.aio import run_async
 
 
 def extracted_messages() -> set[str]:
@@ -208,9 +208,7 @@ def test_concurrent_readers_keep_their_own_language() -> None:
 
             return await asyncio.gather(*(fetch(("en", "es")[i % 2]) for i in range(40)))
 
-    # Its own thread: the browser tests' Playwright may hold this thread's event loop.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        answers = pool.submit(asyncio.run, run()).result()
+    answers = run_async(run())
     for lang, text in answers:
         spanish_title = "Una cabeza de atención" in text
         assert spanish_title == (lang == "es"), lang

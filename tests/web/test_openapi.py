@@ -11,7 +11,7 @@ from schemathesis.config import SchemathesisConfig
 
 from tests.routes import APP
 
-EXAMPLES_PER_OPERATION = 40
+EXAMPLES_PER_OPERATION = 20
 # What is checked: no 5xx, every status documented, every answer within its schema, and its
 # content type and headers. Two checks about *which* input is accepted are off, because the
 # app is deliberately looser and stricter than a schema can say: cross-field rules (x

@@ -497,7 +497,7 @@ def test_concurrent_requests_share_one_run(held_run: tuple[list[int], threading.
     results: list[object] = []
     # Each caller in its own thread and event loop, as separate server processes' loops would.
     threads = [
-        threading.Thread(target=lambda: results.append(asyncio.run(cache.get()))) for _ in range(6)
+        threading.Thread(target=lambda: results.append(run_async(cache.get()))) for _ in range(6)
     ]
     for t in threads:
         t.start()

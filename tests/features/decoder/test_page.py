@@ -2,7 +2,6 @@
 and the heads carry the API's numbers for the same state; bad input is a sentence in the
 reader's language; a missing or loading model is a 503 page that says what to do."""
 
-import asyncio
 import re
 from collections.abc import Callable
 from html import unescape
@@ -19,6 +18,7 @@ from app.features.decoder.form import DecoderForm
 from app.features.decoder.page import INDUCTION, LONG_TEXT, kept_runs
 from app.features.decoder.store import INSTALL_HINT, LoadedDecoder
 from app.settings import Settings
+from tests.aio import run_async
 from tests.conftest import TEST_SETTINGS
 from tests.features.decoder.conftest import SlowLoad
 
@@ -35,7 +35,7 @@ def kept(decoder: LoadedDecoder) -> None:
         for run in runs.values():
             await run.get()
 
-    asyncio.run(finished())
+    run_async(finished())
 
 
 def post(client: TestClient, **body: Any) -> Any:

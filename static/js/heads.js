@@ -8,7 +8,6 @@
 
   const heads = window.AttentionLab.live({
     form: "heads-form",
-    delay: 30,
     url: function (params) { return "/heads?" + params.toString() + "&fragment=1"; },
     // A 422 (an input that cannot be used) brings the sentences saying so; the form stays as
     // typed, since the server's copy of it would hold the defaults.

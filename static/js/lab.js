@@ -43,7 +43,6 @@
 
   const lab = window.AttentionLab.live({
     form: "lab-form",
-    delay: 30,
     params: stateParams,
     merge: function (older, newer) {
       return structural(older) && !structural(newer) ? Object.assign({}, newer, {

@@ -19,8 +19,6 @@ from app.features.model.store import model_state
 from app.features.walkthrough import routes as walkthrough
 from app.settings import Settings, environment_settings
 from app.web import errors, health
-from app.web.cache import AnswerCache
-from app.web.classroom import ClassroomMiddleware
 from app.web.deps import ClientLeftError
 from app.web.edge import Edge
 from app.web.requestlog import configure_logging
@@ -38,6 +36,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         docs_url=None,  # /docs is ours (app/features/docs): Swagger UI without a CDN
         redoc_url=None,
+        # No OpenTelemetry: requests are logged as JSON lines (app/web/requestlog.py), and
+        # FastAPI's hooks would otherwise look for a configured provider on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     application.state.settings = settings  # read by the get_settings dependency
     application.state.static = static = StaticFiles.built(settings.cache_dir)
@@ -54,21 +55,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     application.add_exception_handler(ModelUnavailableError, errors.model_unavailable_handler)
     application.add_exception_handler(HTTPException, errors.http_error_handler)
     application.add_exception_handler(ClientLeftError, errors.client_left_handler)
-    for feature in FEATURES:
-        application.include_router(feature.pages)
+    # The API first: its paths (all under /api/) are tried before the pages', which no API
+    # request could match anyway.
     for feature in FEATURES:
         if hasattr(feature, "api"):
             application.include_router(feature.api)
+    for feature in FEATURES:
+        application.include_router(feature.pages)
     application.include_router(health.router)
-    # Middleware, innermost first: the classroom view (lang, present, embed, lesson lifted off
-    # the query for the templates to carry on), compression (zstd, br or gzip at fast levels),
-    # the answer cache (answers as sent), the static files (precompressed), and the edge (size
-    # limits, language, request id, security headers, the log line, the 500 answer).
-    application.add_middleware(ClassroomMiddleware)
+    # Middleware, innermost first: compression (zstd, br or gzip at fast levels), and the
+    # edge (app/web/edge.py: size limits, language and classroom view, request id, the static
+    # files, the answer cache, security headers, the log line, the 500 answer).
     application.add_middleware(CompressMiddleware, minimum_size=500)
-    application.add_middleware(AnswerCache, max_bytes=settings.response_cache_bytes)
-    application.add_middleware(static.serve)
-    application.add_middleware(Edge, settings=settings)
+    application.add_middleware(Edge, settings=settings, static=static)
     return application
 
 

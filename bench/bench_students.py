@@ -16,8 +16,11 @@ The baseline, in the same run and on the same server before the class comes: one
 alone, asking each kind of request in turn (its own states, so nothing is cached).
 
 Printed per kind of request: how many, p50 / p99 / max milliseconds (from sending the
-request to the last byte of the answer), p99 over the lone student's p50, and failures (an
-answer other than 200, a broken connection or no answer within 10 s). Issue 25's reference,
+request to the last byte of the answer), p99 over the lone student's p50, the server's CPU
+time for one (the lone student's mean), and failures (an answer other than 200, a broken
+connection or no answer within 10 s). Then the cores the class's requests take at that cost
+beside the cores the server used: a class that asks for as much CPU as the workers have
+saturates them, and its edits wait whatever the order they are served in. Issue 25's reference,
 one worker, measured on another day: lab page p99 411 ms, lab edit p99 335 ms. The load
 generator is this Python process, on the same machine: it takes some CPU from the server.
 
@@ -34,6 +37,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
@@ -92,6 +96,7 @@ class Tally:
     millis: dict[str, list[float]] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    cpu_ms: dict[str, list[float]] = field(default_factory=dict)  # the server's, alone only
 
     def record(self, kind: str, ms: float | None, problem: str = "") -> None:
         self.millis.setdefault(kind, [])
@@ -237,7 +242,17 @@ class Student:
         return "/model?" + urlencode({"text": " ".join(self.tokens)})
 
 
-async def timed(tally: Tally, kind: str, conn: Connection, path: str) -> bytes:
+async def timed(
+    tally: Tally, kind: str, conn: Connection, path: str, cpu: Callable[[], float] | None = None
+) -> bytes:
+    """The answer's body (decompressed for a page), its time recorded; with `cpu` (the
+    server's CPU seconds so far), also the CPU the server spent on it, for requests sent one
+    at a time."""
+    if cpu is not None:
+        used = cpu()
+        body = await timed(tally, kind, conn, path)
+        tally.cpu_ms.setdefault(kind, []).append((cpu() - used) * 1000)
+        return body
     start = time.perf_counter()
     try:
         status, body, gzipped = await asyncio.wait_for(conn.get(path), TIMEOUT_S)
@@ -252,10 +267,21 @@ async def timed(tally: Tally, kind: str, conn: Connection, path: str) -> bytes:
     return gzip.decompress(body) if gzipped and kind.endswith("page") else body
 
 
-async def load_assets(tally: Tally, conns: list[Connection], html: bytes, cached: set[str]) -> None:
-    """Every asset the page links that this student's browser does not hold yet."""
+async def load_assets(
+    tally: Tally,
+    conns: list[Connection],
+    html: bytes,
+    cached: set[str],
+    cpu: Callable[[], float] | None = None,
+) -> None:
+    """Every asset the page links that this student's browser does not hold yet (one at a
+    time when the server's CPU is measured)."""
     wanted = [a.decode() for a in dict.fromkeys(ASSET.findall(html)) if a.decode() not in cached]
     cached.update(wanted)
+    if cpu is not None:
+        for path in wanted:
+            await timed(tally, "asset", conns[0], path, cpu)
+        return
 
     async def fetch(conn: Connection, paths: list[str]) -> None:
         for path in paths:
@@ -294,21 +320,22 @@ async def student(
         conn.close()
 
 
-async def alone(port: int, rounds: int) -> Tally:
+async def alone(port: int, rounds: int, cpu: Callable[[], float]) -> Tally:
     """The baseline: one student, each kind of request in turn, its own states (after one
-    round unmeasured, which loads what the pages first need)."""
+    round unmeasured, which loads what the pages first need), with the server's CPU time for
+    each request."""
     tally, warm = Tally(), Tally()
     me = Student.on_its_own(random.Random(-1))
     conns = [Connection(port), Connection(port)]
     for round_ in range(rounds + 1):
         into = tally if round_ else warm
         me.edit()
-        html = await timed(into, "lab page", conns[0], me.lab_path(fragment=False))
-        await load_assets(into, conns, html, set())
+        html = await timed(into, "lab page", conns[0], me.lab_path(fragment=False), cpu)
+        await load_assets(into, conns, html, set(), cpu)
         me.edit()
-        await timed(into, "lab edit", conns[0], me.lab_path(fragment=True))
-        await timed(into, "heads page", conns[0], me.heads_path())
-        await timed(into, "model page", conns[0], me.model_path())
+        await timed(into, "lab edit", conns[0], me.lab_path(fragment=True), cpu)
+        await timed(into, "heads page", conns[0], me.heads_path(), cpu)
+        await timed(into, "model page", conns[0], me.model_path(), cpu)
     for conn in conns:
         conn.close()
     return tally
@@ -341,11 +368,16 @@ def main() -> None:
     args = parser.parse_args()
     server = Server(workers=args.workers or None)
     try:
-        solo = asyncio.run(alone(server.port, args.rounds))
+        solo = asyncio.run(alone(server.port, args.rounds, server.cpu_seconds))
         load_before = os.getloadavg()[0]
-        started = time.perf_counter()
+        started, cpu_before, wait_before = (
+            time.perf_counter(),
+            server.cpu_seconds(),
+            server.waited_seconds(),
+        )
         tally = asyncio.run(run(server.port, args.students, args.seconds, args.own_states))
-        spent = time.perf_counter() - started
+        spent, cpu_spent = time.perf_counter() - started, server.cpu_seconds() - cpu_before
+        waited = server.waited_seconds() - wait_before
     finally:
         server.stop()
     total = sum(len(v) for v in tally.millis.values()) + sum(tally.failures.values())
@@ -358,17 +390,28 @@ def main() -> None:
     )
     print(
         f"{'request':12} {'count':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'failed':>7}"
-        f" {'alone p50':>10} {'p99/alone':>10}"
+        f" {'alone p50':>10} {'p99/alone':>10} {'CPU ms':>7}"
     )
+    asked = 0.0  # seconds of server CPU the class's requests take, at the lone student's cost
     for kind in KINDS:
         ms = tally.millis.get(kind, [])
         base = percentile(solo.millis.get(kind, []), 50)
+        cpu = statistics.fmean(solo.cpu_ms.get(kind, [])) if solo.cpu_ms.get(kind) else 0.0
+        asked += len(ms) * cpu / 1000
         p99 = percentile(ms, 99)
         print(
             f"{kind:12} {len(ms):6d} {percentile(ms, 50):8.1f} {p99:8.1f} "
             f"{max(ms, default=float('nan')):8.1f} {tally.failures.get(kind, 0):7d} "
-            f"{base:10.1f} {p99 / base:10.1f}"
+            f"{base:10.1f} {p99 / base:10.1f} {cpu:7.1f}"
         )
+    # Whether the class asks more CPU than the workers have (saturation: queues grow whatever
+    # the order of service), or less (then a long p99 is waiting: queueing or unfairness).
+    print(
+        f"server CPU: the class's requests take {asked / spent:.2f} cores (count × CPU ms "
+        f"alone); the server used {cpu_spent / spent:.2f} cores and waited for a core "
+        f"{waited / spent:.2f} core-seconds a second; {args.workers or 'default'} worker(s) on "
+        f"{os.cpu_count()} shared cores"
+    )
     reference = ", ".join(f"{kind} p99 {ms} ms" for kind, ms in REFERENCE_P99_MS.items())
     print(f"issue 25's reference (one worker, own states, another day): {reference}")
     print(f"failed: {sum(tally.failures.values())}")

@@ -12,7 +12,7 @@ import os
 from starlette.responses import Response
 
 from app.features.lab import routes
-from app.features.lab.schemas import AttentionRequest
+from app.features.lab.service import HeadInputs
 from app.server.run import AttentionLab, raise_open_file_limit
 from app.settings import Settings, environment_settings
 
@@ -20,7 +20,7 @@ from app.settings import Settings, environment_settings
 def main() -> None:
     body = b"x" * int(os.environ["BENCH_API_BYTES"])
 
-    def fixed_answer(req: AttentionRequest, settings: Settings) -> Response:
+    def fixed_answer(inputs: HeadInputs, settings: Settings) -> Response:
         return Response(body, media_type="application/json")
 
     routes.answer = fixed_answer  # the endpoint looks `answer` up when it is called

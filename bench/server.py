@@ -78,6 +78,20 @@ class Server:
                 continue
         return total
 
+    def waited_seconds(self) -> float:
+        """Time the server's threads so far spent ready to run but waiting for a core (Linux's
+        schedstat run delay): CPU the server wanted and the machine did not give it."""
+        pids = [self.process.pid]
+        pids += Path(f"/proc/{pids[0]}/task/{pids[0]}/children").read_text().split()
+        total = 0
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+                try:
+                    total += int(task.read_text().split()[1])
+                except (OSError, IndexError):  # a thread or worker that has just ended
+                    continue
+        return total / 1e9
+
     def stop(self) -> None:
         self.process.terminate()
         try:

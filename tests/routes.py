@@ -44,9 +44,9 @@ def feature(module: str) -> str:
 
 
 def query_params(route: APIRoute) -> list[str]:
-    """The query parameters a route reads (a page's state in the URL): those FastAPI knows,
-    those its dependencies declare (app.web.deps.page_query), and the fields of the page
-    forms its feature defines (a page that reads `SomeForm.read(request.query_params)`)."""
+    """The query parameters a route reads (a page's state in the URL): those FastAPI knows
+    (its own and its dependencies') and the fields of the page forms its feature defines (a
+    page that reads `SomeForm.read(request.query_params)`)."""
     names: set[str] = {
         name
         for form in page_forms()
@@ -57,7 +57,6 @@ def query_params(route: APIRoute) -> list[str]:
     while stack:
         dependant = stack.pop()
         names.update(p.alias for p in dependant.query_params)
-        names.update(getattr(dependant.call, "declared_names", ()))
         stack.extend(dependant.dependencies)
     return sorted(names)
 

@@ -7,9 +7,9 @@ Every page understands the same few parameters:
     lesson=<slug>    a built-in lesson's text above the page (app/core/lessons.py)
     lesson_title, lesson_text   a teacher's own lesson text, carried the same way
 
-`ClassroomMiddleware` takes them out of the query string before any route sees it (so a page's
-own parameter parsing never meets them); the edge (app/web/edge.py) has already set the
-request's language from `lang` or Accept-Language. `Classroom`
+The edge (app/web/edge.py) takes them out of the query string before any route sees it (so a
+page's own parameter parsing never meets them) and sets the request's language from `lang` or
+Accept-Language. `Classroom`
 (in every template as `classroom`) says which modes are on and builds every link that keeps
 them: `classroom.link(target)` for a link, `classroom.fields(action)` inside a GET form,
 `classroom.location(target)` for a redirect, `classroom.here(...)` for the toggles. So a
@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from fastapi import Request
 from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message
 
 from app.core.i18n import LOCALES, current_locale
 from app.core.lessons import LESSONS, Lesson, custom_lesson, lesson_by_slug, next_lesson, number_of
@@ -43,8 +43,8 @@ LESSON_LIMITS = (("lesson_title", MAX_LESSON_TITLE_CHARS), ("lesson_text", MAX_L
 Pairs = Sequence[tuple[str, str]]
 
 
-# Whether the request being served is in presenter mode: set once per request by
-# ClassroomMiddleware, read where a picture is laid out for it (the heatmap() template global),
+# Whether the request being served is in presenter mode: set once per request by the edge
+# (app/web/edge.py), read where a picture is laid out for it (the heatmap() template global),
 # as the language is (app/core/i18n.py).
 presenting: ContextVar[bool] = ContextVar("presenting", default=False)
 
@@ -54,7 +54,7 @@ def switched_on(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "on", "yes")
 
 
-def _get(pairs: Pairs, name: str) -> str | None:
+def param(pairs: Pairs, name: str) -> str | None:
     return next((v for k, v in pairs if k == name), None)
 
 
@@ -78,33 +78,30 @@ class Classroom:
     state: tuple[tuple[str, str], ...]  # the page's own parameters (its form fields)
     classroom: tuple[tuple[str, str], ...]  # the classroom parameters of the URL
     lang: str  # the locale the page is rendered in
-    page_cuts: tuple[tuple[str, int], ...] = ()  # the page's own parameters it cut
 
     @classmethod
     def from_request(cls, request: Request) -> "Classroom":
         return cls(
             path=request.url.path,
-            # the parameters the page declares (app/web/deps.page_query), so that no other
-            # parameter of the address is copied into every link; a page without declared
-            # parameters keeps its query as it came
+            # the page's canonical state (app/web/pages.respond), so that no other parameter
+            # of the address is copied into every link; a page without one keeps its query
             state=getattr(request.state, "page_state", tuple(request.query_params.multi_items())),
             classroom=tuple(request.scope.get(SCOPE_KEY, ())),
             lang=current_locale(),
-            page_cuts=tuple(getattr(request.state, "page_cuts", ())),
         )
 
     @property
     def present(self) -> bool:
-        return switched_on(_get(self.classroom, "present"))
+        return switched_on(param(self.classroom, "present"))
 
     @property
     def embed(self) -> bool:
-        return switched_on(_get(self.classroom, "embed"))
+        return switched_on(param(self.classroom, "embed"))
 
     @cached_property
     def lesson(self) -> Lesson | None:
-        return lesson_by_slug(_get(self.classroom, "lesson")) or custom_lesson(
-            _get(self.classroom, "lesson_title"), _get(self.classroom, "lesson_text")
+        return lesson_by_slug(param(self.classroom, "lesson")) or custom_lesson(
+            param(self.classroom, "lesson_title"), param(self.classroom, "lesson_text")
         )
 
     @property
@@ -122,7 +119,7 @@ class Classroom:
     @property
     def unknown_lesson(self) -> str | None:
         """The slug of `lesson=` when no lesson has it (the page says so and shows none)."""
-        slug = _get(self.classroom, "lesson")
+        slug = param(self.classroom, "lesson")
         unknown = slug and lesson_by_slug(slug) is None and self.lesson is None
         return slug[:MAX_ECHO_CHARS] if unknown else None
 
@@ -138,7 +135,7 @@ class Classroom:
     @cached_property
     def _view(self) -> tuple[tuple[str, str], ...]:
         """view_params, worked out once: a page builds a hundred links and more with it."""
-        lang = _get(self.classroom, "lang")
+        lang = param(self.classroom, "lang")
         kept = [("lang", lang)] if lang in LOCALES else []
         return (*kept, *((name, "1") for name in ("present", "embed") if getattr(self, name)))
 
@@ -156,16 +153,15 @@ class Classroom:
 
     @property
     def cut(self) -> list[tuple[str, int]]:
-        """The parameters longer than their limit, which the page uses cut: (name, limit).
-        The page's own text fields (app/web/deps.page_query), then the teacher's lesson."""
-        lesson = []
-        if self.lesson is not None and not self.lesson.builtin:
-            lesson = [
-                (name, limit)
-                for name, limit in LESSON_LIMITS
-                if len((_get(self.classroom, name) or "").strip()) > limit
-            ]
-        return [*self.page_cuts, *lesson]
+        """The teacher's lesson parameters longer than their limit, which the page uses cut:
+        (name, limit). A page's own fields say so in its notes (app/web/pages.PageForm)."""
+        if self.lesson is None or self.lesson.builtin:
+            return []
+        return [
+            (name, limit)
+            for name, limit in LESSON_LIMITS
+            if len((param(self.classroom, name) or "").strip()) > limit
+        ]
 
     def link(self, target: str) -> str:
         """A local link that keeps the view (language, presenter mode, embed): every `href`
@@ -239,41 +235,25 @@ def classroom_context(request: Request) -> dict[str, Any]:
     return {"classroom": classroom, "lang": classroom.lang}
 
 
-class ClassroomMiddleware:
-    """Lift the classroom parameters out of the query string (pages built with `Classroom`
-    carry them on) and mark pages with the language they are written in."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        query = scope.get("query_string", b"")
-        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True) if query else []
-        lifted = [(k, v) for k, v in pairs if k in CLASSROOM_PARAMS]
-        if lifted:
-            rest = [(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]
-            scope = {**scope, "query_string": urlencode(rest).encode(), SCOPE_KEY: lifted}
-        locale = current_locale()
-        token = presenting.set(switched_on(_get(lifted, "present")))
-
-        async def send_in_language(message: Message) -> None:
-            if message["type"] == "http.response.start" and is_html(message):
-                # pages are in the reader's language; data and assets are not
-                headers = MutableHeaders(scope=message)
-                headers.setdefault("content-language", locale)
-                headers.add_vary_header("Accept-Language")
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_in_language)
-        finally:
-            presenting.reset(token)
+def lifted(query: bytes) -> tuple[bytes, list[tuple[str, str]]]:
+    """A query string without its classroom parameters (pages built with `Classroom` carry
+    them on), and those parameters, in the order they came."""
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True) if query else []
+    lifted = [(k, v) for k, v in pairs if k in CLASSROOM_PARAMS]
+    if not lifted:
+        return query, []
+    return urlencode([(k, v) for k, v in pairs if k not in CLASSROOM_PARAMS]).encode(), lifted
 
 
 def is_html(start: Message) -> bool:
     """Whether a response's start message says it is an HTML page."""
     kind = next((v for k, v in start.get("headers", ()) if k.lower() == b"content-type"), b"")
     return kind.startswith(b"text/html")
+
+
+def in_language(start: Message, locale: str) -> None:
+    """Mark a page with the language it is written in (data and assets are in none)."""
+    if is_html(start):
+        headers = MutableHeaders(scope=start)
+        headers.setdefault("content-language", locale)
+        headers.add_vary_header("Accept-Language")

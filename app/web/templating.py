@@ -11,8 +11,6 @@ from numbers import Number
 from typing import Any
 
 import numpy as np
-from fastapi import Request
-from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
 from jinja2.runtime import Context
@@ -187,19 +185,3 @@ environment.globals.update(
     view_params=" ".join(VIEW_PARAMS),
 )
 templates = Jinja2Templates(env=environment, context_processors=[classroom_context])
-
-
-LIVE_UPDATE_HEADER = "x-live-update"  # sent by static/js/live.js with every live update
-
-
-def page_response(
-    request: Request, name: str, context: dict[str, Any], status: int = 200
-) -> HTMLResponse:
-    """A rendered page. A live update that meets input the page cannot use (a sentence
-    cleared to be typed again) is a normal moment of editing: it is answered 200 with the
-    real status in X-Input-Status, so the browser logs no failed request while the page
-    itself names the field to fix. The same URL opened as a page answers 422."""
-    headers = None
-    if status == 422 and LIVE_UPDATE_HEADER in request.headers:
-        status, headers = 200, {"X-Input-Status": "422"}
-    return templates.TemplateResponse(request, name, context, status_code=status, headers=headers)

@@ -22,6 +22,9 @@
 //     once, with its name and value;
 //   - a newer request aborts the one under way, and an answer that is not the newest is
 //     ignored: one request, one swap;
+//   - a swap changes only what differs: what the answer has the same stays in place (the
+//     browser does not style, lay out or paint it again), so typing that changes a label
+//     redraws that label, not the page;
 //   - the element that has focus is never replaced or moved: its ancestors are kept and only
 //     their other children are swapped, so focus, caret and selection survive every update;
 //   - after each swap the document gets a "live:updated" event (what a benchmark listens to).
@@ -34,6 +37,10 @@
 
   // ---------------------------------------------------------------- swapping
 
+  // Swapped whole when they differ: a field's value and a script's data live in properties
+  // and caches that attributes and text nodes do not reach.
+  const WHOLE = /^(INPUT|SELECT|TEXTAREA|SCRIPT)$/;
+
   function twinOf(node, candidates, index) {
     if (node.nodeType === 1 && node.id) {
       return candidates.find(function (c) { return c.nodeType === 1 && c.id === node.id; }) || null;
@@ -43,53 +50,81 @@
   }
 
   function copyAttributes(old, fresh, keepValue) {
-    Array.from(old.attributes).forEach(function (a) {
-      if (!fresh.hasAttribute(a.name)) old.removeAttribute(a.name);
-    });
-    Array.from(fresh.attributes).forEach(function (a) {
-      if (keepValue && (a.name === "value" || a.name === "checked")) return;
+    const had = old.attributes;
+    for (let i = had.length - 1; i >= 0; i--) {
+      if (!fresh.hasAttribute(had[i].name)) old.removeAttribute(had[i].name);
+    }
+    const given = fresh.attributes;
+    for (let i = 0; i < given.length; i++) {
+      const a = given[i];
+      if (keepValue && (a.name === "value" || a.name === "checked")) continue;
       if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
-    });
+    }
   }
 
-  // `old` contains the focused element: keep it and the path down to it, swap the rest.
-  function keepFocused(old, fresh, active) {
-    if (old === active) {
+  // Make `old` (on the page) what `fresh` (from the answer) is, changing only what differs:
+  // what is the same stays in place, so the browser neither styles, lays out nor paints it
+  // again. An element whose children are all empty elements (a heatmap's group of cells) is
+  // replaced whole when it differs: one call, where setting each cell's attributes would
+  // take hundreds; a text (a number, a label) is set in place. The focused element and its
+  // ancestors are never replaced or moved, so focus, caret and selection survive; a drawn
+  // chart stays (static/js/figures.js redraws it when its data changed).
+  function morph(old, fresh, active) {
+    if (old === active && (old.tagName === "INPUT" || old.tagName === "TEXTAREA")) {
       copyAttributes(old, fresh, true); // its value is what the reader is typing
-      if (old.tagName !== "INPUT" && old.tagName !== "TEXTAREA") { // a select, a link, a button
-        const value = old.value;
-        old.replaceChildren.apply(old, Array.from(fresh.childNodes));
-        if (old.tagName === "SELECT") old.value = value;
-      }
       return;
     }
-    const keeper = Array.from(old.childNodes).find(function (c) { return c.contains(active); });
-    const freshKids = Array.from(fresh.childNodes);
-    const twin = twinOf(keeper, freshKids, Array.from(old.childNodes).indexOf(keeper));
-    if (!twin) { // the server dropped the field being edited: nothing left to keep
+    if (old.isEqualNode(fresh)) return;
+    if (old.nodeType === 1 && old.dataset.figure && old.dataset.figure === fresh.dataset.figure) return;
+    const focused = active && old.contains(active);
+    if (old.nodeName !== fresh.nodeName || (!focused && (WHOLE.test(old.nodeName) || leafy(fresh)))) {
       old.replaceWith(fresh);
       return;
     }
-    Array.from(old.childNodes).forEach(function (c) { if (c !== keeper) c.remove(); });
+    if (old.nodeType !== 1) { // text
+      old.nodeValue = fresh.nodeValue;
+      return;
+    }
+    copyAttributes(old, fresh, false);
+    if (old === active && old.tagName === "SELECT") { // its options change, the choice stays
+      const value = old.value;
+      old.replaceChildren.apply(old, Array.from(fresh.childNodes));
+      old.value = value;
+      return;
+    }
+    morphChildren(old, fresh, active);
+  }
+
+  // Whether `node` has child elements and none of them has children of its own.
+  function leafy(node) {
+    if (!node.firstElementChild) return false;
+    for (let child = node.firstElementChild; child; child = child.nextElementSibling) {
+      if (child.firstChild) return false;
+    }
+    return true;
+  }
+
+  function morphChildren(old, fresh, active) {
+    if (old.childNodes.length === fresh.childNodes.length) {
+      // from the last: a fresh child moved into the page leaves the ones before it in place
+      for (let i = old.childNodes.length - 1; i >= 0; i--) {
+        morph(old.childNodes[i], fresh.childNodes[i], active);
+      }
+      return;
+    }
+    const olds = Array.from(old.childNodes);
+    const freshKids = Array.from(fresh.childNodes);
+    const keeper = active && old.contains(active) ? olds.find(function (c) { return c.contains(active); }) : null;
+    const twin = keeper && twinOf(keeper, freshKids, olds.indexOf(keeper));
+    if (!twin) { // nothing focused here, or the server dropped the field being edited
+      old.replaceChildren.apply(old, freshKids);
+      return;
+    }
+    olds.forEach(function (c) { if (c !== keeper) c.remove(); });
     const at = freshKids.indexOf(twin);
     freshKids.slice(0, at).forEach(function (c) { old.insertBefore(c, keeper); });
     freshKids.slice(at + 1).forEach(function (c) { old.appendChild(c); });
-    copyAttributes(old, fresh, false);
-    keepFocused(keeper, twin, active);
-  }
-
-  function keepPlots(old, fresh) {
-    old.querySelectorAll("[data-figure]").forEach(function (plot) {
-      const twin = fresh.querySelector('[data-figure="' + CSS.escape(plot.dataset.figure) + '"]');
-      if (twin && plot !== document.activeElement) twin.replaceWith(plot);
-    });
-  }
-
-  function swapOne(old, fresh) {
-    const active = document.activeElement;
-    keepPlots(old, fresh);
-    if (active && active !== document.body && old.contains(active)) keepFocused(old, fresh, active);
-    else old.replaceWith(fresh);
+    morph(keeper, twin, active);
   }
 
   function swap(doc, ids) {
@@ -98,7 +133,7 @@
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (!fresh || !old) return;
-      swapOne(old, document.adoptNode(fresh));
+      morph(old, fresh, document.activeElement); // moving a node adopts it
       if (document.getElementById(id)) swapped.push(document.getElementById(id));
     });
     if (window.AttentionLab.drawFigures) window.AttentionLab.drawFigures(swapped);

@@ -137,10 +137,20 @@ def test_typing_in_the_lab(
 ) -> None:
     page.goto(start)
     expect(page.locator("#fig-weights svg").first).to_be_visible()
+    page.evaluate(MARK_KEPT, KEPT)
     typed = type_like_a_teacher(page, selector, text, replace=replace)
     settled(page, param, typed.replace(" ", "+"))
     lab_matches_the_api(page)
     header_follows_the_state(page, param)
+    # a swap changes only what differs: what the edit leaves alone is the same element
+    assert page.evaluate(STILL_KEPT, KEPT) == KEPT
+
+
+# Headings no edit changes, marked with an expando (not an attribute, which a swap would
+# remove): an element the swaps replaced does not have it.
+KEPT = ["controls-title", "sec-strip", "sec-vectors"]
+MARK_KEPT = "ids => ids.forEach(id => { document.getElementById(id).kept = true; })"
+STILL_KEPT = "ids => ids.filter(id => document.getElementById(id).kept)"
 
 
 def header_follows_the_state(page: Page, param: str) -> None:

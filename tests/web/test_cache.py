@@ -1,5 +1,5 @@
-"""The answer cache (app/web/cache.py): a class asking for the same answer gets the same bytes,
-made (and compressed) once, within a bounded memory."""
+"""The answer cache (app/web/cache.py, at the edge): a class asking for the same answer gets the
+same bytes, made (and compressed) once, within a bounded memory."""
 
 import asyncio
 import gzip
@@ -12,13 +12,15 @@ from fastapi.testclient import TestClient
 from starlette_compress import CompressMiddleware
 
 from app.core.lessons import lesson_by_slug
-from app.web.cache import AnswerCache, cacheable
+from app.settings import Settings
+from app.web.cache import cacheable
+from app.web.edge import Edge
 from tests.aio import run_async
 
 
 class Counted:
-    """A tiny app as main assembles it: the cache over compression over the routes, which
-    count how often each answer is made."""
+    """A tiny app as main assembles it: the edge (with its cache) over compression over the
+    routes, which count how often each answer is made."""
 
     def __init__(self, max_bytes: int = 1 << 20) -> None:
         self.made: dict[str, int] = {}
@@ -35,10 +37,12 @@ class Counted:
             self.made[name] = self.made.get(name, 0) + 1
             return PlainTextResponse(name * 1000)
 
-        self.cache = AnswerCache(CompressMiddleware(routes, minimum_size=500), max_bytes=max_bytes)
+        settings = Settings(response_cache_bytes=max_bytes)
+        self.edge = Edge(CompressMiddleware(routes, minimum_size=500), settings=settings)
+        self.cache = self.edge.cache
 
     def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.cache), base_url="http://t")
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.edge), base_url="http://t")
 
 
 def as_sent(client: TestClient, path: str, encoding: str) -> tuple[str | None, bytes]:
@@ -65,7 +69,7 @@ def test_a_class_asking_together_gets_one_answer_made_once() -> None:
 
 def test_each_encoding_is_kept_as_sent_and_a_route_not_cacheable_is_made_each_time() -> None:
     counted = Counted()
-    with TestClient(counted.cache) as client:
+    with TestClient(counted.edge) as client:
         sent = [as_sent(client, "/kept/x", e) for e in ("gzip", "identity", "gzip", "identity")]
         assert (sent[0][0], sent[1][0]) == ("gzip", None)
         assert gzip.decompress(sent[0][1]) == sent[1][1] == b"x" * 2000
@@ -79,7 +83,7 @@ def test_each_encoding_is_kept_as_sent_and_a_route_not_cacheable_is_made_each_ti
 
 def test_the_cache_keeps_within_its_bytes_and_forgets_the_oldest() -> None:
     counted = Counted(max_bytes=64_000)
-    with TestClient(counted.cache) as client:
+    with TestClient(counted.edge) as client:
         for i in range(100):
             client.get(f"/kept/a{i}", headers={"accept-encoding": "identity"})
         assert counted.cache.answers.currsize <= 64_000

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from app.core.budget import check_answer
@@ -16,7 +17,14 @@ from app.features.lab.download import stages_csv
 from app.features.lab.form import LabForm
 from app.features.lab.page import LabHead, lab_head, lab_page, shuffle_page
 from app.features.lab.schemas import AttentionRequest, AttentionResult
-from app.features.lab.service import BUDGET_FIELDS, compute_attention
+from app.features.lab.service import (
+    BUDGET_FIELDS,
+    HeadInputs,
+    answer_bytes,
+    compute_head,
+    resolve_inputs,
+)
+from app.settings import Settings
 from app.web.cache import cacheable
 from app.web.deps import ERRORS, SettingsDep
 from app.web.pages import respond
@@ -32,6 +40,10 @@ WORKED_EXAMPLE = {
     }
 }
 AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE)]
+# A head whose answer is this small is computed in about a millisecond: on the event loop,
+# where handing it to a worker thread and back would cost about a third as much again. A
+# larger one goes to the thread pool, so the loop keeps serving the other connections.
+INLINE_ANSWER_BYTES = 64_000
 
 
 @api.post(
@@ -40,9 +52,16 @@ AttentionBody = Annotated[AttentionRequest, Body(openapi_examples=WORKED_EXAMPLE
     responses=ERRORS,
     dependencies=[Depends(cacheable)],
 )
-def attention(req: AttentionBody, settings: SettingsDep) -> JSONResponse:
+async def attention(req: AttentionBody, settings: SettingsDep) -> Response:
     """One head, every stage: Q, K, V, Q·Kᵀ, scaled, masked, softmax weights, output."""
-    return JSONResponse(compute_attention(req, settings))
+    inputs = resolve_inputs(req, settings)
+    if answer_bytes(inputs) <= INLINE_ANSWER_BYTES:
+        return answer(inputs, settings)
+    return await run_in_threadpool(answer, inputs, settings)
+
+
+def answer(inputs: HeadInputs, settings: Settings) -> Response:
+    return JSONResponse(compute_head(inputs, settings))
 
 
 @pages.get("/", response_class=HTMLResponse, dependencies=[Depends(cacheable)])

@@ -186,7 +186,7 @@ junk = st.recursive(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(body=junk | st.dictionaries(st.sampled_from(FIELDS), junk))
 def test_no_json_makes_the_server_fail(small_client: TestClient, body: Any) -> None:

@@ -50,6 +50,51 @@ def cells(matrix: Any, digits: int = 3) -> list[Markup]:
     return out
 
 
+def field_rows(
+    name: str, label: str, rows: list[tuple[str, list[str]]], cols: list[str]
+) -> list[Markup]:
+    """An editable matrix's rows as the lab's editor prints them: per row, its run of number
+    fields (`name`, id name-row-column), each labelled "label row, column" for a screen
+    reader. One string per row, as `cells` makes for numbers: a 16-token lab has a hundred
+    fields of five escaped attributes each."""
+    name, label = str(escape(name)), str(escape(label))
+    heads = [str(escape(c)) for c in cols]
+    out = []
+    for i, (row_label, values) in enumerate(rows):
+        row_label = str(escape(row_label))
+        out.append(
+            Markup(
+                "".join(
+                    f'<td><input class="cell" id="{name}-{i}-{j}" name="{name}" '
+                    f'value="{escape(value)}" inputmode="decimal" size="5" autocomplete="off" '
+                    f'aria-label="{label} {row_label}, {heads[j]}"></td>'
+                    for j, value in enumerate(values)
+                )
+            )
+        )
+    return out
+
+
+def pattern_rows(pattern: list[list[bool]], tokens: list[str], label: str) -> list[Markup]:
+    """A mask pattern's rows as the lab's editor prints them: per query, its run of checkboxes
+    (`cell=q.k`, ticked where the query may see the key), each labelled for a screen reader
+    by `label`, the translated "%(q)s sees %(k)s". One string per row: a 16-token pattern
+    has 256 boxes."""
+    names = [str(escape(t)) for t in tokens]
+    label = str(escape(label))
+    return [
+        Markup(
+            "".join(
+                f'<td><input type="checkbox" class="pattern-cell" name="cell" value="{q}.{k}" '
+                f'data-row="{q}" aria-label="{label % {"q": names[q], "k": names[k]}}"'
+                f"{' checked' if seen else ''}></td>"
+                for k, seen in enumerate(row)
+            )
+        )
+        for q, row in enumerate(pattern)
+    ]
+
+
 def fmt(value: Any, digits: int = 3) -> str:
     """A number as the tables print it: three decimals by default, in the reader's
     convention (app.core.i18n.format_number); −∞ for hidden scores, − for negatives."""
@@ -165,6 +210,8 @@ environment.globals.update(_=page_gettext, gettext=page_gettext, ngettext=page_n
 environment.filters.update(
     fmt=fmt,
     cells=cells,
+    field_rows=field_rows,
+    pattern_rows=pattern_rows,
     fmt_vector=i18n.format_vector,
     fmt_vectors=i18n.format_vectors,
     json_data=json_data,

@@ -192,6 +192,7 @@ class Editor:
     mask: str
     window: int
     pattern: list[list[bool]] | None  # the mode's pattern to tick, up to PATTERN_UP_TO tokens
+    sees: str  # a box of the pattern, as a screen reader says it: "%(q)s sees %(k)s"
     pad: set[int]
     scale: bool
     positional: str
@@ -235,6 +236,7 @@ def editor(head: LabHead) -> Editor:
         mask=form.mask,
         window=form.window,
         pattern=pattern,
+        sees=gettext("%(q)s sees %(k)s"),  # each box's label, for a screen reader
         pad=set(form.pad),
         scale=form.scale,
         positional=form.positional,

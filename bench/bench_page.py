@@ -5,12 +5,12 @@ Each measurement is a named case in CASES; `bench_page.py NAME …` runs those, 
 them all. Timings on a shared machine are noise: every case prints its figures next to a
 baseline measured in the same run.
 
-- cold: `/`, `/heads`, `/model` (and `/decoder` once it exists) opened in a fresh browser
-  context (empty cache), in Debian's chromium with the CPU at full speed and slowed 4×
-  (DevTools `Emulation.setCPUThrottlingRate`, a low-end Chromebook or phone): from the
-  navigation to the frame in which the first heatmap is on screen, and every response's
-  encodedDataLength (headers and compressed body). Baseline: `/lessons` (no figure) to the
-  frame that shows its heading. Median of ROUNDS_COLD. Goal: ≤ 1.5 s at 4×.
+- cold: `/`, `/heads`, `/model` and `/decoder` opened in a fresh browser context (empty
+  cache), in Debian's chromium with the CPU at full speed and slowed 4× (DevTools
+  `Emulation.setCPUThrottlingRate`, a low-end Chromebook or phone): from the navigation to
+  the frame in which the first heatmap (on /decoder, the next-token bars) is on screen,
+  and every response's encodedDataLength (headers and compressed body). Baseline: `/lessons`
+  (no figure) to the frame that shows its heading. Median of ROUNDS_COLD. Goal: ≤ 1.5 s at 4×.
 - typing: ten characters typed into the lab's text field at 80 ms per key (real key events,
   the way a teacher types), n = 16; from the last key to the frame after the final swap
   (static/js/live.js debounces, aborts and ignores stale answers). Median of ROUNDS.
@@ -160,7 +160,7 @@ COLD_PAGES = [
     ("/", HEATMAP),
     ("/heads", HEATMAP),
     ("/model", HEATMAP),
-    ("/decoder", HEATMAP),  # measured once the page exists
+    ("/decoder", "#next-bars"),  # its first picture: no head's heatmaps until one is opened
 ]
 
 

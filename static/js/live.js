@@ -229,9 +229,7 @@
       const mine = ++ticket;
       if (pending) pending.abort();
       pending = new AbortController();
-      // X-Live-Update: the pages not yet on app/web/pages.py answer 200 to it (transitional).
-      const headers = { Accept: "text/html", "X-Live-Update": "1" };
-      return fetch(url, { signal: pending.signal, headers: headers })
+      return fetch(url, { signal: pending.signal, headers: { Accept: "text/html" } })
         .then(function (response) {
           const status = Number(response.headers.get("X-Input-Status")) || response.status;
           const state = response.headers.get("X-Page-State");

@@ -9,6 +9,7 @@ import pytest
 
 from app.features.decoder import store
 from app.features.decoder.store import LoadedDecoder
+from app.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,11 @@ class SlowLoad:
 
     gguf: Path
     release: threading.Event
+
+    def finish(self, settings: Settings) -> None:
+        """Let the load go on and wait until the store has it (however busy the machine)."""
+        self.release.set()
+        store.decoder_store(self.gguf, settings.cache_dir).start().result(30)
 
 
 @pytest.fixture

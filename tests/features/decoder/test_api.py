@@ -220,7 +220,7 @@ def test_while_the_model_loads_the_api_says_so_with_retry_after(
     with make_client(decoder_gguf=slow_load.gguf, decoder_wait_seconds=0.05) as c:
         waiting = post(c, text="Hello")
         assert c.get("/healthz").json()["decoder"] == "loading"
-        slow_load.release.set()
+        slow_load.finish(c.app.state.settings)
         ready = post(c, text="Hello")
         assert c.get("/healthz").json()["decoder"] == "ready"
     assert waiting.status_code == 503
